@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"director/errcode"
+)
+
+// run builds the app and runs it; it returns the process exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	app := newApp(stdout, stderr)
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return errcode.ExitOK
+	}
+	var exitErr cli.ExitCoder
+	if errors.As(err, &exitErr) && errcode.Of(err) == errcode.Internal {
+		// urfave/cli usage errors already printed their own message.
+		return exitErr.ExitCode()
+	}
+	if isUsageError(err) {
+		err = errcode.Wrap(err, errcode.InvalidInput, "invalid arguments")
+	}
+	reportError(stdout, stderr, jsonRequested(args), err)
+	return errcode.ExitStatus(err)
+}
+
+// isUsageError recognises urfave/cli's own flag and argument errors.
+func isUsageError(err error) bool {
+	if errcode.Of(err) != errcode.Internal {
+		return false
+	}
+	msg := err.Error()
+	for _, s := range []string{"flag provided but not defined", "invalid value", "Required flag", "flag needs an argument", "No help topic"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonRequested looks for --json before urfave/cli has parsed anything, so
+// that even a flag error is reported as JSON when asked.
+func jsonRequested(args []string) bool {
+	for _, a := range args[1:] {
+		if a == "--json" || a == "-json" || a == "--json=true" {
+			return true
+		}
+		if a == "--" {
+			break
+		}
+	}
+	return false
+}
+
+// errorJSON is the one JSON object printed on failure.
+type errorJSON struct {
+	Status string `json:"status"`
+	Error  struct {
+		Code    errcode.Code `json:"code"`
+		Message string       `json:"message"`
+		Hint    string       `json:"hint,omitempty"`
+	} `json:"error"`
+}
+
+func reportError(stdout, stderr io.Writer, asJSON bool, err error) {
+	code := errcode.Of(err)
+	hint := errcode.HintOf(err)
+	if asJSON {
+		var out errorJSON
+		out.Status = "error"
+		out.Error.Code = code
+		out.Error.Message = err.Error()
+		out.Error.Hint = hint
+		writeJSON(stdout, out)
+		return
+	}
+	line := fmt.Sprintf("director: %s [%s]", err.Error(), code)
+	if hint != "" {
+		line += "\n  hint: " + hint
+	}
+	fmt.Fprintln(stderr, line)
+}
+
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// globals are the values every command shares.
+type globals struct {
+	Home   string
+	Store  string
+	JSON   bool
+	Quiet  bool
+	Stdout io.Writer
+	Stderr io.Writer
+	Log    *slog.Logger
+}
+
+// ProfilesDir is where local profiles live.
+func (g *globals) ProfilesDir() string { return filepath.Join(g.Home, "browser-profiles") }
+
+// CatalogPath is the SQLite catalog.
+func (g *globals) CatalogPath() string { return filepath.Join(g.Home, "director.db") }
+
+// StoreURL is the configured store, defaulting to a folder in the home.
+func (g *globals) StoreURL() string {
+	if g.Store != "" {
+		return g.Store
+	}
+	return "file://" + filepath.Join(g.Home, "snapshots")
+}
+
+// emit prints v as one JSON object under --json, or calls text otherwise
+// (unless --quiet).
+func (g *globals) emit(v any, text func(w io.Writer)) {
+	if g.JSON {
+		writeJSON(g.Stdout, v)
+		return
+	}
+	if !g.Quiet && text != nil {
+		text(g.Stdout)
+	}
+}
+
+func getGlobals(c *cli.Context) *globals {
+	return c.App.Metadata["globals"].(*globals)
+}
+
+func defaultHome() string {
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".director")
+	}
+	return ".director"
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	g := &globals{Stdout: stdout, Stderr: stderr}
+	app := &cli.App{
+		Name:  "director",
+		Usage: "keep browsers logged in: snapshot, store and restore Chrome profiles, and run workflows on them",
+		Description: "A person logs in once in a real Chrome profile; director snapshots the whole profile into a\n" +
+			"zstd-compressed tar archive (age-encrypted when it leaves the machine), stores it, records it in a\n" +
+			"SQLite catalog, and restores it safely before any workflow that needs the login.\n\n" +
+			"Exit codes: 0 ok, 1 failure, 2 usage or invalid input, 3 human required, 4 domain blocked.",
+		Writer:               stdout,
+		ErrWriter:            stderr,
+		EnableBashCompletion: true,
+		Metadata:             map[string]any{"globals": g},
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "home", EnvVars: []string{"DIRECTOR_HOME"}, Value: defaultHome(), Usage: "director's home: profiles in `DIR`/browser-profiles, catalog in DIR/director.db"},
+			&cli.StringFlag{Name: "store", EnvVars: []string{"DIRECTOR_STORE"}, Usage: "where archives live: file:///path, s3://bucket/prefix?endpoint=host:port, supabase://bucket/prefix (default file://<home>/snapshots)"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors"},
+			&cli.StringFlag{Name: "log-level", EnvVars: []string{"DIRECTOR_LOG_LEVEL"}, Value: "warn", Usage: "log level on stderr: debug, info, warn, error"},
+		},
+		Before: func(c *cli.Context) error {
+			g.Home = c.String("home")
+			g.Store = c.String("store")
+			g.JSON = c.Bool("json")
+			g.Quiet = c.Bool("quiet")
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+				return errcode.New(errcode.InvalidInput, "bad --log-level %q", c.String("log-level")).WithHint("use debug, info, warn or error")
+			}
+			g.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+			abs, err := filepath.Abs(g.Home)
+			if err != nil {
+				return errcode.Wrap(err, errcode.InvalidInput, "bad --home %q", g.Home)
+			}
+			g.Home = abs
+			return nil
+		},
+		Commands: commands(),
+	}
+	return app
+}
+
+// commands lists the top-level commands; each lives in its own file.
+func commands() []*cli.Command {
+	var cmds []*cli.Command
+	for _, f := range commandSets {
+		cmds = append(cmds, f()...)
+	}
+	return cmds
+}
+
+// commandSets is filled by each command file's init-free registration list
+// below; keeping it a plain slice literal means no package-level mutation.
+var commandSets = []func() []*cli.Command{
+	profileCommands,
+	catalogCommands,
+	runCommands,
+	auditCommands,
+	keyCommands,
+	storeCommands,
+}

@@ -1,0 +1,43 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Object describes one stored object.
+type Object struct {
+	Key      string    `json:"key"`
+	Size     int64     `json:"size"`
+	Modified time.Time `json:"modified"`
+}
+
+// Store is a flat namespace of immutable objects addressed by slash-separated
+// keys such as "work/work-20261122T031700Z-k3x9.tar.zst".
+type Store interface {
+	// Put streams r into a new object. size is the exact length, or -1 when
+	// unknown (the backend then streams in parts). Put never replaces an
+	// existing object: it fails with ErrExists. A failed or cancelled Put
+	// leaves no partial object behind.
+	Put(ctx context.Context, key string, r io.Reader, size int64) error
+	// Get opens an object for streaming reads. The caller closes it.
+	Get(ctx context.Context, key string) (io.ReadCloser, Object, error)
+	// Stat describes an object without reading it.
+	Stat(ctx context.Context, key string) (Object, error)
+	// List returns the objects whose keys start with prefix, sorted by key.
+	List(ctx context.Context, prefix string) ([]Object, error)
+	// Delete removes an object; deleting a missing object is not an error.
+	Delete(ctx context.Context, key string) error
+	// String describes the store as a URL without credentials.
+	String() string
+}
+
+// Sentinel errors; backends wrap them in errcode errors so that errors.Is
+// and errcode.Of both work.
+var (
+	ErrNotFound    = errors.New("object not found")
+	ErrExists      = errors.New("object already exists")
+	ErrUnavailable = errors.New("store unavailable")
+)
