@@ -17,7 +17,7 @@ type Manifest struct {
 	Profile       string    `json:"profile"`
 	CreatedAt     time.Time `json:"created_at"`
 	Host          string    `json:"host"`
-	OS            string    `json:"os"` // runtime.GOOS
+	OS            string    `json:"os"`                       // runtime.GOOS
 	ChromeVersion string    `json:"chrome_version,omitempty"` // from "Last Version"
 	Note          string    `json:"note,omitempty"`
 	Excludes      []string  `json:"excludes"`
