@@ -1,0 +1,497 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"director/errcode"
+)
+
+// captchaSelector finds the common CAPTCHA frames and widgets.
+const captchaSelector = `iframe[src*="recaptcha"], iframe[src*="hcaptcha"], iframe[src*="challenges.cloudflare.com/turnstile"], .g-recaptcha, .h-captcha, #cf-challenge`
+
+// js quotes s as a JavaScript string literal.
+func js(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// GlobRegexp turns a URL glob (* any run of characters, ? one character)
+// into an anchored regular expression.
+func GlobRegexp(glob string) string {
+	var b strings.Builder
+	b.WriteString("^")
+	for _, r := range glob {
+		switch r {
+		case '*':
+			b.WriteString(".*")
+		case '?':
+			b.WriteString(".")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	b.WriteString("$")
+	return b.String()
+}
+
+// MatchURL reports whether u matches the glob.
+func MatchURL(glob, u string) bool {
+	ok, _ := regexp.MatchString(GlobRegexp(glob), u)
+	return ok
+}
+
+// actionCtx derives the context of one action on tab t: it ends at the
+// timeout, when the caller's ctx ends, or when the session ends.
+func (s *Session) actionCtx(ctx context.Context, t *tab, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 {
+		timeout = s.o.ActionTimeout
+	}
+	actx, cancel := context.WithTimeout(t.ctx, timeout)
+	stop1 := context.AfterFunc(ctx, cancel)
+	stop2 := context.AfterFunc(s.ctx, cancel)
+	return actx, func() {
+		stop1()
+		stop2()
+		cancel()
+	}
+}
+
+func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
+	res := Result{Tab: t.handle}
+	actx, cancel := s.actionCtx(ctx, t, a.Timeout)
+	defer cancel()
+	var err error
+	switch a.Type {
+	case ActNavigate:
+		err = s.navigate(actx, t, a.URL)
+		err = s.afterPageChange(ctx, t, err)
+	case ActClick:
+		err = s.element(actx, ctx, t, a.Selector, chromedp.Click(chromedp.CSS(a.Selector)))
+		err = s.afterPageChange(ctx, t, err)
+	case ActType:
+		steps := []chromedp.Action[chromedp.Void]{}
+		if a.Clear {
+			steps = append(steps, chromedp.Clear(chromedp.CSS(a.Selector)))
+		}
+		steps = append(steps, chromedp.SendKeys(chromedp.CSS(a.Selector), a.Text, chromedp.NodeVisible))
+		err = s.element(actx, ctx, t, a.Selector, chromedp.Steps(steps...))
+	case ActPress:
+		key, ok := KeyByName(a.Key)
+		if !ok {
+			return res, errcode.New(errcode.InvalidAction, "unknown key %q", a.Key).WithHint("use one character or a name such as Enter, Tab, Escape, ArrowDown")
+		}
+		if a.Selector != "" {
+			err = s.element(actx, ctx, t, a.Selector, chromedp.SendKeys(chromedp.CSS(a.Selector), key, chromedp.NodeVisible))
+		} else {
+			err = s.cdpErr(chromedp.Do(actx, chromedp.KeyEvent(key)), "press %s", a.Key)
+		}
+		err = s.afterPageChange(ctx, t, err)
+	case ActSelect:
+		err = s.element(actx, ctx, t, a.Selector, chromedp.Func(func(c context.Context, tg *chromedp.Target) error {
+			found, err := chromedp.Evaluate[bool](`(() => { const e = document.querySelector(`+js(a.Selector)+`);
+				if (!e || !e.options || ![...e.options].some(o => o.value === `+js(a.Value)+`)) return false;
+				e.value = `+js(a.Value)+`;
+				e.dispatchEvent(new Event('input', {bubbles: true}));
+				e.dispatchEvent(new Event('change', {bubbles: true}));
+				return true; })()`)(c, tg)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return errcode.New(errcode.ElementNotFound, "%s has no option with value %q", a.Selector, a.Value).WithHint("check the option values of the select element")
+			}
+			return nil
+		}), chromedp.WaitReady(chromedp.CSS(a.Selector)))
+	case ActWaitFor:
+		err = s.waitFor(actx, t, a)
+		err = s.afterPageChange(ctx, t, err)
+	case ActExtract:
+		res.Value, err = s.extract(actx, ctx, t, a)
+	case ActScreenshot:
+		res.File, err = s.screenshot(actx, ctx, t, a)
+	case ActEvaluate:
+		var v any
+		v, err = chromedp.Run(actx, chromedp.Evaluate[any](a.Expression, chromedp.EvalAwaitPromise))
+		if err != nil {
+			var ex *chromedp.ExceptionError
+			if errors.As(err, &ex) {
+				err = errcode.Hinted(err, errcode.InvalidAction, "fix the JavaScript expression", "the expression threw")
+			} else {
+				err = s.cdpErr(err, "evaluate")
+			}
+		}
+		res.Value = v
+	case ActAssert:
+		err = s.assert(actx, ctx, t, a)
+	case ActSleep:
+		timer := time.NewTimer(a.Duration)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			err = errcode.Wrap(context.Cause(ctx), errcode.Internal, "interrupted")
+		case <-s.ctx.Done():
+			err = errcode.Wrap(context.Cause(s.ctx), errcode.Internal, "session ended during sleep")
+		}
+		timer.Stop()
+	case ActOpenTab:
+		res.Tab, err = s.openTab(ctx, a)
+		if err == nil {
+			nt, _ := s.tabFor(res.Tab)
+			t = nt
+		}
+	case ActSwitchTab:
+		var nt *tab
+		if nt, err = s.tabFor(a.Tab); err == nil {
+			s.mu.Lock()
+			s.cur = nt
+			s.mu.Unlock()
+			_, _ = cdp.Call(actx, s.browserTarget(t), target.ActivateTarget, target.ActivateTargetParams{TargetID: nt.targetID})
+			t = nt
+			res.Tab = nt.handle
+		}
+	case ActCloseTab:
+		res.Tab, err = s.closeTab(actx, t, a.Tab)
+		if c, e := s.tabFor(""); e == nil {
+			t = c
+		}
+	case ActLoginCheck:
+		err = s.loginCheck(actx, ctx, t, a)
+	default:
+		err = errcode.New(errcode.InvalidAction, "unknown action %q", a.Type).WithHint("use navigate, click, type, press, select, wait_for, extract, screenshot, evaluate, assert, sleep, open_tab, switch_tab or close_tab")
+	}
+	if t != nil {
+		res.URL = s.urlOf(t)
+	}
+	return res, err
+}
+
+// browserTarget is the browser-level session of tab t's browser.
+func (s *Session) browserTarget(t *tab) cdp.Session {
+	return chromedp.FromContext(t.ctx).Browser
+}
+
+func (s *Session) navigate(actx context.Context, t *tab, u string) error {
+	err := chromedp.Do(actx, chromedp.Navigate(u))
+	if err == nil {
+		return nil
+	}
+	var le *chromedp.LoadError
+	if errors.As(err, &le) {
+		return errcode.Hinted(err, errcode.Internal, "check that the site is up and the URL is right", "cannot load %s", u)
+	}
+	return s.cdpErr(err, "navigate to %s", u)
+}
+
+// afterPageChange looks for a CAPTCHA after actions that can change the
+// page, and after failures that one may explain. A CAPTCHA pauses the
+// session with human_required.
+func (s *Session) afterPageChange(ctx context.Context, t *tab, err error) error {
+	if err != nil {
+		switch errcode.Of(err) {
+		case errcode.ElementNotFound, errcode.Timeout, errcode.ElementStale:
+		default:
+			return err
+		}
+	}
+	if s.Err() != nil {
+		return err
+	}
+	if s.hasCaptcha(ctx, t) {
+		s.pause()
+		return errcode.New(errcode.HumanRequired, "a CAPTCHA on %s needs a human", Host(s.urlOf(t))).
+			WithHint("solve it in a headed browser on this profile, then run again")
+	}
+	return err
+}
+
+func (s *Session) hasCaptcha(ctx context.Context, t *tab) bool {
+	cctx, cancel := s.actionCtx(ctx, t, 3*time.Second)
+	defer cancel()
+	found, err := chromedp.Run(cctx, chromedp.Evaluate[bool](`!!document.querySelector(`+js(captchaSelector)+`)`))
+	return err == nil && found
+}
+
+// element runs an action on the element sel and says element_not_found
+// when it never appears in time.
+func (s *Session) element(actx, ctx context.Context, t *tab, sel string, act chromedp.Action[chromedp.Void], pre ...chromedp.Action[chromedp.Void]) error {
+	steps := append(pre, act)
+	err := chromedp.Do(actx, chromedp.Steps(steps...))
+	if err == nil {
+		return nil
+	}
+	var ce *errcode.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && s.Err() == nil {
+		return s.notFound(ctx, t, sel, err)
+	}
+	return s.cdpErr(err, "on %s", sel)
+}
+
+// notFound tells a missing element from one that exists but never became
+// visible.
+func (s *Session) notFound(ctx context.Context, t *tab, sel string, cause error) error {
+	cctx, cancel := s.actionCtx(ctx, t, 3*time.Second)
+	defer cancel()
+	present, err := chromedp.Run(cctx, chromedp.Evaluate[bool](`!!document.querySelector(`+js(sel)+`)`))
+	if err == nil && present {
+		return errcode.Hinted(cause, errcode.ElementNotFound, "the element exists but stayed hidden or covered; wait for the page state that shows it", "%s is on %s but not visible", sel, Host(s.urlOf(t)))
+	}
+	return errcode.Hinted(cause, errcode.ElementNotFound, "check the selector against the page, or raise the step's timeout", "no element matches %s on %s", sel, s.urlOf(t))
+}
+
+func (s *Session) waitFor(actx context.Context, t *tab, a Action) error {
+	var expr, what string
+	switch {
+	case a.URL != "":
+		expr = `new RegExp(` + js(GlobRegexp(a.URL)) + `).test(location.href)`
+		what = "the URL to match " + a.URL
+	case a.State == "hidden":
+		expr = `(() => { const e = document.querySelector(` + js(a.Selector) + `);
+			if (!e) return true;
+			const st = getComputedStyle(e);
+			return st.visibility === 'hidden' || st.display === 'none' || !(e.offsetWidth || e.offsetHeight || e.getClientRects().length); })()`
+		what = a.Selector + " to be hidden"
+	default:
+		expr = `(() => { const e = document.querySelector(` + js(a.Selector) + `);
+			if (!e) return false;
+			const st = getComputedStyle(e);
+			return st.visibility !== 'hidden' && st.display !== 'none' && !!(e.offsetWidth || e.offsetHeight || e.getClientRects().length); })()`
+		what = a.Selector + " to be visible"
+	}
+	return s.poll(actx, expr, what)
+}
+
+// poll waits until expr is truthy; a deadline is a timeout error.
+func (s *Session) poll(actx context.Context, expr, what string) error {
+	_, err := chromedp.Run(actx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0)))
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errcode.Hinted(err, errcode.Timeout, "raise the step's timeout, or check what the page shows", "waited too long for %s", what)
+	}
+	return s.cdpErr(err, "wait for %s", what)
+}
+
+func (s *Session) extract(actx, ctx context.Context, t *tab, a Action) (any, error) {
+	if err := s.element(actx, ctx, t, a.Selector, chromedp.WaitReady(chromedp.CSS(a.Selector))); err != nil {
+		return nil, err
+	}
+	sel := js(a.Selector)
+	attr := js(a.Attribute)
+	var expr string
+	switch a.Extract {
+	case "", "text":
+		expr = `document.querySelector(` + sel + `).innerText`
+	case "html":
+		expr = `document.querySelector(` + sel + `).outerHTML`
+	case "value":
+		expr = `String(document.querySelector(` + sel + `).value ?? '')`
+	case "attribute":
+		expr = `document.querySelector(` + sel + `).getAttribute(` + attr + `) ?? ''`
+	case "list":
+		if a.Attribute != "" {
+			expr = `[...document.querySelectorAll(` + sel + `)].map(e => e.getAttribute(` + attr + `) ?? '')`
+		} else {
+			expr = `[...document.querySelectorAll(` + sel + `)].map(e => e.innerText)`
+		}
+		v, err := chromedp.Run(actx, chromedp.Evaluate[[]string](expr))
+		if v == nil {
+			v = []string{}
+		}
+		return v, s.cdpErr(err, "extract %s", a.Selector)
+	default:
+		return nil, errcode.New(errcode.InvalidAction, "unknown extract kind %q", a.Extract).WithHint("use text, attribute, html, value or list")
+	}
+	v, err := chromedp.Run(actx, chromedp.Evaluate[string](expr))
+	return v, s.cdpErr(err, "extract %s", a.Selector)
+}
+
+func (s *Session) screenshot(actx, ctx context.Context, t *tab, a Action) (string, error) {
+	if a.File == "" {
+		return "", errcode.New(errcode.InvalidAction, "screenshot without a file").WithHint("name the PNG file to write")
+	}
+	var buf []byte
+	var err error
+	switch {
+	case a.Selector != "":
+		err = s.element(actx, ctx, t, a.Selector, chromedp.Func(func(c context.Context, tg *chromedp.Target) error {
+			b, err := chromedp.Screenshot(chromedp.CSS(a.Selector), chromedp.NodeVisible)(c, tg)
+			buf = b
+			return err
+		}))
+	case a.FullPage:
+		buf, err = chromedp.Run(actx, chromedp.FullScreenshot(100))
+		err = s.cdpErr(err, "full-page screenshot")
+	default:
+		buf, err = chromedp.Run(actx, chromedp.CaptureScreenshot())
+		err = s.cdpErr(err, "screenshot")
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(a.File), 0o700); err != nil {
+		return "", errcode.Hinted(err, errcode.Internal, "check that the artifacts directory is writable", "cannot write the screenshot")
+	}
+	if err := os.WriteFile(a.File, buf, 0o600); err != nil {
+		return "", errcode.Hinted(err, errcode.Internal, "check that the artifacts directory is writable", "cannot write the screenshot")
+	}
+	return a.File, nil
+}
+
+func (s *Session) assert(actx, ctx context.Context, t *tab, a Action) error {
+	if a.Selector != "" {
+		if err := s.element(actx, ctx, t, a.Selector, chromedp.WaitReady(chromedp.CSS(a.Selector))); err != nil {
+			return err
+		}
+	}
+	if a.Text != "" {
+		scope := `document.body`
+		if a.Selector != "" {
+			scope = `document.querySelector(` + js(a.Selector) + `)`
+		}
+		expr := `(() => { const e = ` + scope + `; return !!e && (e.innerText || '').includes(` + js(a.Text) + `); })()`
+		if err := s.poll(actx, expr, "the text"); err != nil {
+			if errcode.Of(err) == errcode.Timeout {
+				where := "the page"
+				if a.Selector != "" {
+					where = a.Selector
+				}
+				return errcode.Hinted(err, errcode.ElementNotFound, "check the text the page shows", "assert: %s does not contain the expected text (%d characters)", where, len(a.Text))
+			}
+			return err
+		}
+	}
+	if a.URL != "" {
+		if err := s.poll(actx, `new RegExp(`+js(GlobRegexp(a.URL))+`).test(location.href)`, "the URL to match "+a.URL); err != nil {
+			if errcode.Of(err) == errcode.Timeout {
+				return errcode.Hinted(err, errcode.Timeout, "check where the page went, or fix the URL pattern", "assert: the URL %s does not match %s", s.urlOf(t), a.URL)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Session) openTab(ctx context.Context, a Action) (string, error) {
+	s.mu.Lock()
+	b := s.browser
+	s.mu.Unlock()
+	if b == nil {
+		return "", errcode.New(errcode.SessionNotFound, "session %s has no browser", s.id).WithHint("start a new session")
+	}
+	nctx, ncancel := chromedp.NewContext(b.Context())
+	t := &tab{ctx: nctx, cancel: ncancel}
+	if err := s.attach(t); err != nil {
+		ncancel()
+		return "", err
+	}
+	s.mu.Lock()
+	s.cur = t
+	s.mu.Unlock()
+	if a.URL != "" && a.URL != "about:blank" {
+		actx, cancel := s.actionCtx(ctx, t, a.Timeout)
+		defer cancel()
+		if err := s.navigate(actx, t, a.URL); err != nil {
+			return t.handle, err
+		}
+		if err := s.afterPageChange(ctx, t, nil); err != nil {
+			return t.handle, err
+		}
+	}
+	return t.handle, nil
+}
+
+func (s *Session) closeTab(actx context.Context, cur *tab, handle string) (string, error) {
+	t := cur
+	if handle != "" {
+		var err error
+		if t, err = s.tabFor(handle); err != nil {
+			return "", err
+		}
+	}
+	s.mu.Lock()
+	if len(s.tabs) <= 1 {
+		s.mu.Unlock()
+		return t.handle, errcode.New(errcode.InvalidAction, "cannot close %s, the last tab of session %s", t.handle, s.id).WithHint("end the session instead, or open another tab first")
+	}
+	var rest []*tab
+	for _, x := range s.tabs {
+		if x != t {
+			rest = append(rest, x)
+		}
+	}
+	s.tabs = rest
+	if s.cur == t {
+		s.cur = rest[len(rest)-1]
+	}
+	s.mu.Unlock()
+	if t.cancel != nil {
+		t.cancel()
+		return t.handle, nil
+	}
+	_, err := cdp.Call(actx, s.browserTarget(cur), target.CloseTarget, target.CloseTargetParams{TargetID: t.targetID})
+	return t.handle, s.cdpErr(err, "close %s", t.handle)
+}
+
+// loginCheck opens a.URL and decides whether the profile is logged in:
+// LoggedInSelector must appear, LoginWallSelector must not, and no CAPTCHA.
+func (s *Session) loginCheck(actx, ctx context.Context, t *tab, a Action) error {
+	if err := s.navigate(actx, t, a.URL); err != nil {
+		return err
+	}
+	expr := `(() => {
+		if (document.querySelector(` + js(captchaSelector) + `)) return "captcha";
+		const inSel = ` + js(a.LoggedInSelector) + `, wallSel = ` + js(a.LoginWallSelector) + `;
+		if (inSel && document.querySelector(inSel)) return "in";
+		if (wallSel && document.querySelector(wallSel)) return "wall";
+		return "";
+	})()`
+	pctx := actx
+	if a.LoggedInSelector == "" {
+		// Only a wall selector: a page without it, once loaded, is logged in.
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(actx, 1500*time.Millisecond)
+		defer cancel()
+	}
+	state, err := chromedp.Run(pctx, chromedp.Poll[string](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0)))
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return s.cdpErr(err, "login check")
+	}
+	if err != nil || state == "" {
+		if ctx.Err() != nil || s.Err() != nil {
+			return s.cdpErr(err, "login check")
+		}
+		if a.LoggedInSelector == "" {
+			state = "in"
+		} else {
+			state = "missing"
+		}
+	}
+	switch state {
+	case "in":
+		return nil
+	case "captcha":
+		s.pause()
+		return errcode.New(errcode.HumanRequired, "login check: a CAPTCHA on %s needs a human", Host(a.URL)).WithHint("solve it in a headed browser on this profile, then run again")
+	case "wall":
+		s.pause()
+		return errcode.New(errcode.HumanRequired, "login check: %s shows the login wall (%s)", Host(a.URL), a.LoginWallSelector).WithHint("log in again in a headed browser on this profile")
+	default:
+		s.pause()
+		return errcode.New(errcode.HumanRequired, "login check: %s does not show %s, so the profile is logged out", Host(a.URL), a.LoggedInSelector).WithHint("log in again in a headed browser on this profile")
+	}
+}

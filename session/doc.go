@@ -1,0 +1,18 @@
+// Package session is the engine under `director run` and the agent daemon:
+// one live browser bound to one profile (or an incognito temp dir), its tabs
+// (handles t1, t2, … mapped to CDP targets), its lifecycle and its limits.
+//
+// A Session has a daemon-style id (6 characters of [a-z2-7] from
+// crypto/rand), a state (created, active, paused, closed), an idle timeout
+// and a max duration enforced by timers, and a domain blocklist (plus an
+// optional allowlist) that is checked before every action and on every
+// top-level navigation — redirects and link clicks included — through the
+// CDP Fetch domain, so a blocked request is failed before it leaves the
+// browser. A blocked domain ends the session with domain_blocked; a login
+// wall or a CAPTCHA frame pauses it with human_required.
+//
+// Every start, action and end is an Event sent to an AuditSink. Typed text
+// and evaluated values are never part of an event; at most their length is.
+//
+// session imports launcher and errcode only.
+package session

@@ -1,0 +1,746 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"director/errcode"
+)
+
+// DefaultActionTimeout bounds one action when neither the action nor the
+// options say otherwise.
+const DefaultActionTimeout = 30 * time.Second
+
+// closeTimeout bounds a graceful browser close.
+const closeTimeout = 30 * time.Second
+
+// Options configure a session.
+type Options struct {
+	ID            string     // "" = NewID()
+	Profile       string     // the profile name, "" for incognito (audit only)
+	Launch        LaunchFunc // required: starts the browser
+	Policy        Policy
+	IdleTimeout   time.Duration // 0 = no idle limit
+	MaxDuration   time.Duration // 0 = no duration limit
+	ActionTimeout time.Duration // 0 = DefaultActionTimeout
+	Audit         AuditSink     // nil = no audit trail
+	Log           *slog.Logger  // nil = discard
+}
+
+// Session is one live browser bound to a profile. Its methods are safe for
+// concurrent use; actions run one at a time.
+type Session struct {
+	o  Options
+	id string
+
+	actMu sync.Mutex // one action (or restart) at a time
+
+	mu           sync.Mutex // guards the fields below
+	state        State
+	startedAt    time.Time
+	lastActionAt time.Time
+	actions      int
+	tabs         []*tab
+	cur          *tab
+	nextTab      int
+	browser      Browser
+	fatal        error // set when a limit or the blocklist ends the session
+	ending       bool
+	restarting   bool
+	endReason    EndReason
+	idle         *time.Timer
+	maxT         *time.Timer
+
+	ctx    context.Context // lives until the session ends
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+type tab struct {
+	handle   string
+	ctx      context.Context
+	cancel   context.CancelFunc // nil for the browser's first tab
+	targetID target.ID
+	url      string // guarded by Session.mu
+}
+
+// New returns a session in state created. Start launches its browser.
+func New(o Options) (*Session, error) {
+	if o.Launch == nil {
+		return nil, errcode.New(errcode.Internal, "session: no launch func").WithHint("pass Options.Launch")
+	}
+	if o.ID == "" {
+		o.ID = NewID()
+	} else if !ValidID(o.ID) {
+		return nil, errcode.New(errcode.InvalidInput, "bad session id %q", o.ID).WithHint("session ids are 6 characters of a-z and 2-7; leave it empty for a new one")
+	}
+	for _, p := range append(append([]string{}, o.Policy.Blocklist...), o.Policy.Allowlist...) {
+		if err := ValidatePattern(p); err != nil {
+			return nil, errcode.Hinted(err, errcode.InvalidAction, "fix the blocklist or allowlist entry", "bad domain pattern")
+		}
+	}
+	if o.ActionTimeout <= 0 {
+		o.ActionTimeout = DefaultActionTimeout
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &Session{o: o, id: o.ID, state: StateCreated, ctx: ctx, cancel: cancel, done: make(chan struct{})}, nil
+}
+
+// ID is the session id.
+func (s *Session) ID() string { return s.id }
+
+// Done is closed when the session has ended and its browser is closed.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err is the error that ended the session early (idle_timeout and
+// max_duration as errcode.Timeout, domain_blocked, browser crash), or nil.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fatal
+}
+
+// EndReason is why the session ended, "" while it runs.
+func (s *Session) EndReason() EndReason {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != StateClosed {
+		return ""
+	}
+	return s.endReason
+}
+
+// Info returns the session's bookkeeping.
+func (s *Session) Info() Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := Info{ID: s.id, Profile: s.o.Profile, State: s.state, StartedAt: s.startedAt,
+		LastActionAt: s.lastActionAt, ActionCount: s.actions, Tabs: []TabInfo{}}
+	if s.state == StateClosed {
+		in.EndReason = s.endReason
+	}
+	for _, t := range s.tabs {
+		in.Tabs = append(in.Tabs, TabInfo{Handle: t.handle, URL: t.url, Current: t == s.cur})
+	}
+	return in
+}
+
+// Start launches the browser, opens tab t1, arms the limits and records the
+// session_start event.
+func (s *Session) Start(ctx context.Context) error {
+	s.actMu.Lock()
+	defer s.actMu.Unlock()
+	s.mu.Lock()
+	if s.state != StateCreated {
+		s.mu.Unlock()
+		return errcode.New(errcode.InvalidAction, "session %s was already started", s.id).WithHint("start a new session")
+	}
+	s.mu.Unlock()
+	b, err := s.o.Launch(ctx)
+	if err != nil {
+		if errcode.Of(err) == errcode.Internal {
+			err = errcode.Hinted(err, errcode.BrowserLaunchFailed, "check the Chrome path (--chrome or CHROME_PATH) and that the profile is not open elsewhere", "cannot start the browser")
+		}
+		s.finish(ctx, EndFailed, err)
+		return err
+	}
+	now := time.Now()
+	s.mu.Lock()
+	s.browser = b
+	s.startedAt, s.lastActionAt = now, now
+	s.state = StateActive
+	s.mu.Unlock()
+	first := &tab{ctx: b.Context()}
+	if err := s.attach(first); err != nil {
+		s.end(ctx, EndFailed, err)
+		return err
+	}
+	s.watch(b)
+	s.mu.Lock()
+	if s.o.MaxDuration > 0 {
+		s.maxT = time.AfterFunc(s.o.MaxDuration, func() {
+			s.end(context.Background(), EndMaxDuration, errcode.New(errcode.Timeout, "session %s reached its max duration of %s", s.id, s.o.MaxDuration).
+				WithHint("raise session.max_duration or split the work into shorter runs"))
+		})
+	}
+	s.mu.Unlock()
+	s.resetIdle()
+	s.record(ctx, Event{Kind: EventSessionStart, Tab: first.handle})
+	s.o.Log.Info("session started", "session", s.id, "profile", s.o.Profile)
+	return nil
+}
+
+// attach registers a tab whose chromedp context is t.ctx: it gives it the
+// next handle, tracks its URL and puts it under the domain policy.
+func (s *Session) attach(t *tab) error {
+	if err := chromedp.Do(t.ctx); err != nil {
+		return s.cdpErr(err, "cannot open a tab")
+	}
+	c := chromedp.FromContext(t.ctx)
+	if c == nil || c.Target == nil {
+		return errcode.New(errcode.Internal, "session: the browser context has no tab").WithHint("this is a bug in director; report it")
+	}
+	t.targetID = c.Target.TargetID
+	tgt := c.Target
+	if err := chromedp.Listen(t.ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *fetch.EventRequestPaused:
+			go s.onRequestPaused(t, tgt, ev)
+		case *page.EventFrameNavigated:
+			if ev.Frame != nil && ev.Frame.ParentID == "" {
+				s.setURL(t, ev.Frame.URL+ev.Frame.URLFragment)
+			}
+		case *page.EventNavigatedWithinDocument:
+			if string(ev.FrameID) == string(t.targetID) {
+				s.setURL(t, ev.URL)
+			}
+		}
+	}); err != nil {
+		return s.cdpErr(err, "cannot watch the tab")
+	}
+	if len(s.o.Policy.Blocklist) > 0 || len(s.o.Policy.Allowlist) > 0 {
+		// Every document request (top-level navigations, redirect hops,
+		// link clicks, frames) pauses until onRequestPaused decides.
+		_, err := cdp.Call(t.ctx, tgt, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+			{URLPattern: "*", ResourceType: network.ResourceTypeDocument},
+		}})
+		if err != nil {
+			return s.cdpErr(err, "cannot put the tab under the domain blocklist")
+		}
+	}
+	if u, err := chromedp.Run(t.ctx, chromedp.Evaluate[string](`location.href`)); err == nil {
+		s.setURL(t, u)
+	}
+	s.mu.Lock()
+	if t.handle == "" {
+		s.nextTab++
+		t.handle = fmt.Sprintf("t%d", s.nextTab)
+		s.tabs = append(s.tabs, t)
+	}
+	if s.cur == nil {
+		s.cur = t
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Session) setURL(t *tab, u string) {
+	s.mu.Lock()
+	t.url = u
+	s.mu.Unlock()
+}
+
+func (s *Session) urlOf(t *tab) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return t.url
+}
+
+// onRequestPaused decides one document request: continue it, or fail it
+// before it leaves the browser and end the session when it is a top-level
+// navigation to a domain the policy refuses.
+func (s *Session) onRequestPaused(t *tab, tgt *chromedp.Target, ev *fetch.EventRequestPaused) {
+	ctx, cancel := context.WithTimeout(t.ctx, 10*time.Second)
+	defer cancel()
+	u := ""
+	if ev.Request != nil {
+		u = ev.Request.URL
+	}
+	why := s.o.Policy.Check(u)
+	if why == "" {
+		if _, err := cdp.Call(ctx, tgt, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID}); err != nil {
+			s.o.Log.Debug("continue request", "session", s.id, "err", err)
+		}
+		return
+	}
+	topLevel := string(ev.FrameID) == string(t.targetID)
+	how := "navigation"
+	if ev.RedirectedRequestID != "" {
+		how = "redirect"
+	}
+	berr := errcode.New(errcode.DomainBlocked, "%s to %s refused: %s", how, Host(u), why).
+		WithHint("remove the domain from session.blocklist (or add it to session.allowlist) if the workflow really needs it")
+	if topLevel {
+		s.mu.Lock()
+		if s.fatal == nil {
+			s.fatal = berr
+		}
+		s.mu.Unlock()
+	}
+	if _, err := cdp.Call(ctx, tgt, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient}); err != nil {
+		s.o.Log.Debug("fail request", "session", s.id, "err", err)
+	}
+	frame := "frame"
+	if topLevel {
+		frame = "top-level"
+	}
+	s.record(context.Background(), Event{Kind: EventAction, Action: how, Tab: t.handle, Domain: Host(u),
+		Code: errcode.DomainBlocked, Detail: frame + " " + how + " blocked: " + why})
+	s.o.Log.Warn("blocked request", "session", s.id, "tab", t.handle, "host", Host(u), "kind", how)
+	if topLevel {
+		go s.end(context.Background(), EndDomainBlocked, berr)
+	}
+}
+
+// watch ends the session as browser_crashed when b exits on its own.
+func (s *Session) watch(b Browser) {
+	go func() {
+		select {
+		case <-b.Done():
+		case <-s.done:
+			return
+		}
+		s.mu.Lock()
+		unexpected := s.browser == b && !s.ending && !s.restarting && s.state != StateClosed
+		s.mu.Unlock()
+		if unexpected {
+			s.end(context.Background(), EndBrowserCrashed, errcode.New(errcode.Internal, "the browser of session %s exited unexpectedly", s.id).
+				WithHint("run again; if it keeps crashing, run with --headed or --log-level debug to see why"))
+		}
+	}()
+}
+
+func (s *Session) resetIdle() {
+	if s.o.IdleTimeout <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ending || s.state == StateClosed {
+		return
+	}
+	if s.idle == nil {
+		s.idle = time.AfterFunc(s.o.IdleTimeout, func() {
+			s.end(context.Background(), EndIdleTimeout, errcode.New(errcode.Timeout, "session %s was idle for %s", s.id, s.o.IdleTimeout).
+				WithHint("raise session.idle_timeout, or shorten sleeps and waits between actions"))
+		})
+		return
+	}
+	s.idle.Reset(s.o.IdleTimeout)
+}
+
+func (s *Session) stopIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+}
+
+// Close ends the session with reason: it closes the browser gracefully (so
+// Chrome writes cookies and storage to disk) and records session_end. It
+// waits for an end already under way and is safe to call more than once.
+func (s *Session) Close(ctx context.Context, reason EndReason) error {
+	s.end(ctx, reason, nil)
+	return nil
+}
+
+// end is the one path every ending takes.
+func (s *Session) end(ctx context.Context, reason EndReason, cause error) {
+	s.mu.Lock()
+	if s.ending || s.state == StateClosed {
+		s.mu.Unlock()
+		<-s.done
+		return
+	}
+	s.ending = true
+	if cause != nil && s.fatal == nil {
+		s.fatal = cause
+	}
+	if s.fatal != nil && errcode.Of(s.fatal) == errcode.DomainBlocked {
+		reason = EndDomainBlocked
+	}
+	b := s.browser
+	tabs := append([]*tab(nil), s.tabs...)
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	if s.maxT != nil {
+		s.maxT.Stop()
+	}
+	s.mu.Unlock()
+	s.cancel(cause)
+	if b != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+		if err := b.Close(cctx); err != nil {
+			s.o.Log.Warn("closing the browser", "session", s.id, "err", err)
+		}
+		cancel()
+	}
+	for _, t := range tabs {
+		if t.cancel != nil {
+			t.cancel()
+		}
+	}
+	s.finish(ctx, reason, nil)
+}
+
+// finish marks the session closed and records session_end.
+func (s *Session) finish(ctx context.Context, reason EndReason, cause error) {
+	s.mu.Lock()
+	if s.state == StateClosed {
+		s.mu.Unlock()
+		return
+	}
+	started := s.startedAt
+	s.state = StateClosed
+	s.endReason = reason
+	if cause != nil && s.fatal == nil {
+		s.fatal = cause
+	}
+	n := s.actions
+	s.mu.Unlock()
+	var d time.Duration
+	if !started.IsZero() {
+		d = time.Since(started)
+	}
+	e := Event{Kind: EventSessionEnd, Reason: reason, ActionCount: n, Duration: d, Detail: "reason=" + string(reason)}
+	if err := s.Err(); err != nil {
+		e.Code = errcode.Of(err)
+	}
+	s.record(context.WithoutCancel(ctx), e)
+	s.o.Log.Info("session ended", "session", s.id, "reason", reason, "actions", n)
+	close(s.done)
+}
+
+func (s *Session) record(ctx context.Context, e Event) {
+	if s.o.Audit == nil {
+		return
+	}
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	e.SessionID, e.Profile = s.id, s.o.Profile
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := s.o.Audit.Record(rctx, e); err != nil {
+		s.o.Log.Warn("cannot record an audit event", "session", s.id, "kind", e.Kind, "err", err)
+	}
+}
+
+// Resume takes a paused session back to active, after a human solved what
+// paused it.
+func (s *Session) Resume() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.state {
+	case StatePaused:
+		s.state = StateActive
+		return nil
+	case StateActive:
+		return nil
+	}
+	return s.closedErrLocked()
+}
+
+func (s *Session) pause() {
+	s.mu.Lock()
+	if s.state == StateActive {
+		s.state = StatePaused
+	}
+	s.mu.Unlock()
+}
+
+func (s *Session) closedErrLocked() error {
+	if s.fatal != nil {
+		return s.fatal
+	}
+	return errcode.New(errcode.SessionNotFound, "session %s has ended (%s)", s.id, s.endReason).WithHint("start a new session")
+}
+
+// usable says whether actions are accepted now.
+func (s *Session) usable() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.state == StateCreated:
+		return errcode.New(errcode.InvalidAction, "session %s is not started", s.id).WithHint("call Start first")
+	case s.state == StateClosed || s.ending:
+		return s.closedErrLocked()
+	case s.state == StatePaused:
+		return errcode.New(errcode.HumanRequired, "session %s is paused: a human is needed", s.id).WithHint("solve the login wall or CAPTCHA in the browser, then resume the session")
+	case s.fatal != nil:
+		return s.fatal
+	}
+	return nil
+}
+
+// tabFor resolves the tab an action runs on.
+func (s *Session) tabFor(handle string) (*tab, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if handle == "" {
+		if s.cur == nil {
+			return nil, errcode.New(errcode.TabNotFound, "session %s has no open tab", s.id).WithHint("open one with open_tab")
+		}
+		return s.cur, nil
+	}
+	for _, t := range s.tabs {
+		if t.handle == handle {
+			return t, nil
+		}
+	}
+	var hs []string
+	for _, t := range s.tabs {
+		hs = append(hs, t.handle)
+	}
+	return nil, errcode.New(errcode.TabNotFound, "no tab %s in session %s", handle, s.id).WithHint("open tabs: %s", strings.Join(hs, ", "))
+}
+
+// Do runs one action and records it in the audit trail. The blocklist is
+// checked before the action (the tab's current page and, for navigate and
+// open_tab, the target URL) and on every navigation it causes.
+func (s *Session) Do(ctx context.Context, a Action) (Result, error) {
+	s.actMu.Lock()
+	defer s.actMu.Unlock()
+	start := time.Now()
+	handle := a.Tab
+	if a.Type == ActSwitchTab || a.Type == ActCloseTab || a.Type == ActOpenTab {
+		handle = ""
+	}
+	var res Result
+	err := s.usable()
+	var t *tab
+	if err == nil {
+		t, err = s.tabFor(handle)
+	}
+	activity := a.Type != ActSleep // a sleeping session is idle
+	if err == nil {
+		if activity {
+			s.stopIdle()
+		}
+		err = s.checkPolicy(ctx, t, a)
+		if err == nil {
+			res, err = s.run(ctx, t, a)
+		}
+		err = s.classify(ctx, err)
+		s.mu.Lock()
+		s.actions++
+		s.lastActionAt = time.Now()
+		s.mu.Unlock()
+		if activity {
+			s.resetIdle()
+		}
+	}
+	e := Event{Kind: EventAction, Action: string(a.Type), Duration: time.Since(start), Code: codeOf(err), Detail: detailOf(a)}
+	if t != nil {
+		e.Tab = t.handle
+		e.Domain = Host(s.urlOf(t))
+	}
+	if res.Tab != "" {
+		e.Tab = res.Tab
+	}
+	if a.Type == ActNavigate || a.Type == ActOpenTab || a.Type == ActLoginCheck {
+		if h := Host(a.URL); h != "" {
+			e.Domain = h
+		}
+	}
+	s.record(ctx, e)
+	return res, err
+}
+
+func codeOf(err error) errcode.Code {
+	if err == nil {
+		return ""
+	}
+	return errcode.Of(err)
+}
+
+// detailOf describes an action for the audit trail without secrets: never
+// typed text, values or expressions; at most their length.
+func detailOf(a Action) string {
+	switch a.Type {
+	case ActType:
+		return fmt.Sprintf("selector=%s len=%d", a.Selector, len(a.Text))
+	case ActEvaluate:
+		return fmt.Sprintf("expression len=%d", len(a.Expression))
+	case ActSelect:
+		return fmt.Sprintf("selector=%s len=%d", a.Selector, len(a.Value))
+	case ActSleep:
+		return a.Duration.String()
+	case ActSwitchTab, ActCloseTab:
+		return a.Tab
+	case ActPress:
+		if a.Selector != "" {
+			return "selector=" + a.Selector
+		}
+		return ""
+	}
+	if a.Selector != "" {
+		return "selector=" + a.Selector
+	}
+	return ""
+}
+
+// checkPolicy refuses an action whose page or target is not allowed; that
+// ends the session with domain_blocked.
+func (s *Session) checkPolicy(ctx context.Context, t *tab, a Action) error {
+	check := func(u, what string) error {
+		why := s.o.Policy.Check(u)
+		if why == "" {
+			return nil
+		}
+		err := errcode.New(errcode.DomainBlocked, "%s %s refused: %s", what, Host(u), why).
+			WithHint("remove the domain from session.blocklist (or add it to session.allowlist) if the workflow really needs it")
+		s.mu.Lock()
+		if s.fatal == nil {
+			s.fatal = err
+		}
+		s.mu.Unlock()
+		go s.end(context.WithoutCancel(ctx), EndDomainBlocked, err)
+		return err
+	}
+	if err := check(s.urlOf(t), "acting on"); err != nil {
+		return err
+	}
+	switch a.Type {
+	case ActNavigate, ActOpenTab, ActLoginCheck:
+		return check(a.URL, "navigation to")
+	}
+	return nil
+}
+
+// classify prefers the error that ended the session (blocked domain,
+// limits) over the error an action saw because of it.
+func (s *Session) classify(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if f := s.Err(); f != nil {
+		return f
+	}
+	if ctx.Err() != nil && errcode.Of(err) == errcode.Internal {
+		return errcode.Wrap(context.Cause(ctx), errcode.Internal, "interrupted")
+	}
+	return err
+}
+
+// cdpErr turns a chromedp error into a coded one.
+func (s *Session) cdpErr(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	var ce *errcode.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "No node with given id") || strings.Contains(msg, "Could not find node") ||
+		strings.Contains(msg, "Node with given id does not belong") || strings.Contains(msg, "Cannot find context with specified id"):
+		return errcode.Hinted(err, errcode.ElementStale, "the page changed under the action; add a wait_for before it or set retries", format, args...)
+	case errors.Is(err, context.DeadlineExceeded):
+		return errcode.Hinted(err, errcode.Timeout, "raise the step's timeout or browser.timeout", format, args...)
+	}
+	return errcode.Wrap(err, errcode.Internal, format, args...)
+}
+
+// Restart closes the browser gracefully, calls between (for example a
+// snapshot of the now closed profile), launches the browser again and
+// reopens every tab at its URL, keeping the tab handles. The limits keep
+// running; the session stays the same.
+func (s *Session) Restart(ctx context.Context, between func(context.Context) error) error {
+	s.actMu.Lock()
+	defer s.actMu.Unlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	s.stopIdle()
+	s.mu.Lock()
+	s.restarting = true
+	b := s.browser
+	tabs := append([]*tab(nil), s.tabs...)
+	curHandle := ""
+	if s.cur != nil {
+		curHandle = s.cur.handle
+	}
+	urls := make([]string, len(tabs))
+	for i, t := range tabs {
+		urls[i] = t.url
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.restarting = false
+		s.mu.Unlock()
+		s.resetIdle()
+	}()
+
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+	err := b.Close(cctx)
+	cancel()
+	if err != nil {
+		s.o.Log.Warn("closing the browser for a restart", "session", s.id, "err", err)
+	}
+	for _, t := range tabs {
+		if t.cancel != nil {
+			t.cancel()
+		}
+	}
+	var betweenErr error
+	if between != nil {
+		betweenErr = between(ctx)
+	}
+	nb, err := s.o.Launch(ctx)
+	if err != nil {
+		if errcode.Of(err) == errcode.Internal {
+			err = errcode.Wrap(err, errcode.BrowserLaunchFailed, "cannot restart the browser")
+		}
+		s.mu.Lock()
+		s.browser = nil
+		s.mu.Unlock()
+		go s.end(context.WithoutCancel(ctx), EndFailed, err)
+		return errors.Join(betweenErr, err)
+	}
+	s.mu.Lock()
+	s.browser = nb
+	s.tabs = nil
+	s.cur = nil
+	s.mu.Unlock()
+	s.watch(nb)
+	for i, old := range tabs {
+		t := &tab{handle: old.handle}
+		if i == 0 {
+			t.ctx = nb.Context()
+		} else {
+			t.ctx, t.cancel = chromedp.NewContext(nb.Context())
+		}
+		s.mu.Lock()
+		s.tabs = append(s.tabs, t)
+		s.mu.Unlock()
+		if err := s.attach(t); err != nil {
+			return errors.Join(betweenErr, err)
+		}
+		if u := urls[i]; strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
+			if s.o.Policy.Check(u) == "" {
+				actx, cancel := context.WithTimeout(t.ctx, s.o.ActionTimeout)
+				if err := chromedp.Do(actx, chromedp.Navigate(u)); err != nil {
+					s.o.Log.Warn("reopening a tab after restart", "session", s.id, "tab", t.handle, "err", err)
+				}
+				cancel()
+			}
+		}
+		if t.handle == curHandle {
+			s.mu.Lock()
+			s.cur = t
+			s.mu.Unlock()
+		}
+	}
+	return betweenErr
+}
