@@ -1,0 +1,607 @@
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"director/errcode"
+)
+
+func openTemp(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "home", "director.db"))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestOpenCreatesPrivateWALCatalog(t *testing.T) {
+	ctx := context.Background()
+	home := filepath.Join(t.TempDir(), "home")
+	path := filepath.Join(home, "director.db")
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.InsertSnapshot(ctx, snap("s1", "p", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		path string
+		want os.FileMode
+	}{{home, 0o700}, {path, 0o600}, {path + "-wal", 0o600}, {path + "-shm", 0o600}} {
+		st, err := os.Stat(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Mode().Perm(); got != c.want {
+			t.Errorf("%s: mode %o, want %o", filepath.Base(c.path), got, c.want)
+		}
+	}
+
+	var mode string
+	if err := db.sql.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
+	}
+	var fk, busy int
+	if err := db.sql.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil || fk != 1 {
+		t.Errorf("foreign_keys = %d, %v; want 1", fk, err)
+	}
+	if err := db.sql.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy); err != nil || busy < 1000 {
+		t.Errorf("busy_timeout = %d, %v; want >= 1000", busy, err)
+	}
+	if v, err := db.Version(ctx); err != nil || v != SchemaVersion() || v < 1 {
+		t.Errorf("Version = %d, %v; want %d", v, err, SchemaVersion())
+	}
+}
+
+func TestOpenTightensExistingPermissions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "director.db")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	st, _ := os.Stat(path)
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %o, want 600", st.Mode().Perm())
+	}
+}
+
+func TestReopenKeepsDataAndVersion(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "director.db")
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.InsertSnapshot(ctx, snap("s1", "p", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = Open(ctx, path)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer db.Close()
+	if _, err := db.GetSnapshot(ctx, "s1"); err != nil {
+		t.Errorf("after reopen: %v", err)
+	}
+}
+
+func TestOpenRefusesNewerOrForeignDatabase(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+
+	newer := filepath.Join(dir, "newer.db")
+	db, err := Open(ctx, newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.sql.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion()+1)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	garbage := filepath.Join(dir, "garbage.db")
+	if err := os.WriteFile(garbage, []byte(strings.Repeat("this is not a database\n", 400)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	foreign := filepath.Join(dir, "foreign.db")
+	raw, err := sql.Open("sqlite3", foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec("CREATE TABLE snapshots (x INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+
+	for _, c := range []struct {
+		name, path, msg, hint string
+	}{
+		{"newer schema", newer, "newer than this director", "upgrade director"},
+		{"not sqlite", garbage, "cannot read the catalog", "catalog rebuild"},
+		{"foreign tables", foreign, "migration", "catalog rebuild"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db, err := Open(ctx, c.path)
+			if err == nil {
+				db.Close()
+				t.Fatal("Open succeeded")
+			}
+			if !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("error %q does not say %q", err, c.msg)
+			}
+			if h := errcode.HintOf(err); !strings.Contains(h, c.hint) {
+				t.Errorf("hint %q does not say %q", h, c.hint)
+			}
+		})
+	}
+}
+
+func snap(id, profile string, at time.Time) Snapshot {
+	return Snapshot{
+		ID: id, Profile: profile, ObjectKey: profile + "/" + id + ".tar.zst", ManifestKey: profile + "/" + id + ".manifest.json",
+		CreatedAt: at, ArchiveSize: 1234, ArchiveSHA256: strings.Repeat("ab", 32), RawSize: 99999, FileCount: 42,
+		ChromeVersion: "131.0.6778.85", Host: "host1", OS: "linux", Note: "first login", Encrypted: true,
+	}
+}
+
+func TestSnapshotRoundTripExact(t *testing.T) {
+	ctx := context.Background()
+	db := openTemp(t)
+	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
+	cases := []time.Time{
+		time.Date(2026, 11, 22, 3, 4, 5, 123456789, zone),
+		time.Date(2026, 11, 22, 3, 4, 5, 100000000, time.UTC), // trailing zeros
+		time.Date(2026, 11, 22, 3, 4, 5, 0, time.UTC),
+		time.Now(), // with a monotonic reading
+	}
+	for i, at := range cases {
+		in := snap(fmt.Sprintf("s%d", i), "p", at)
+		in.Encrypted = i%2 == 0
+		if err := db.InsertSnapshot(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		out, err := db.GetSnapshot(ctx, in.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !out.CreatedAt.Equal(at) || out.CreatedAt.Location() != time.UTC {
+			t.Errorf("created_at %v came back as %v", at, out.CreatedAt)
+		}
+		out.CreatedAt = in.CreatedAt
+		if out != in {
+			t.Errorf("round trip:\n got %+v\nwant %+v", out, in)
+		}
+	}
+}
+
+func TestSnapshotQueries(t *testing.T) {
+	ctx := context.Background()
+	db := openTemp(t)
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// Sub-second differences must order correctly too.
+	rows := []Snapshot{
+		snap("a1", "alpha", base),
+		snap("a2", "alpha", base.Add(900*time.Millisecond)),
+		snap("a3", "alpha", base.Add(1100*time.Millisecond)),
+		snap("b1", "beta", base.Add(time.Hour)),
+	}
+	for _, s := range rows {
+		if err := db.InsertSnapshot(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ids := func(ss []Snapshot) string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.ID)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, c := range []struct{ profile, want string }{
+		{"alpha", "a3,a2,a1"}, {"beta", "b1"}, {"", "b1,a3,a2,a1"}, {"nobody", ""},
+	} {
+		got, err := db.ListSnapshots(ctx, c.profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids(got) != c.want {
+			t.Errorf("ListSnapshots(%q) = %s, want %s", c.profile, ids(got), c.want)
+		}
+	}
+
+	latest, err := db.LatestSnapshot(ctx, "alpha")
+	if err != nil || latest.ID != "a3" {
+		t.Errorf("LatestSnapshot(alpha) = %s, %v; want a3", latest.ID, err)
+	}
+	_, err = db.LatestSnapshot(ctx, "nobody")
+	if errcode.Of(err) != errcode.SnapshotNotFound || !strings.Contains(errcode.HintOf(err), "director profile snapshot nobody") {
+		t.Errorf("LatestSnapshot(nobody) = %v (hint %q)", err, errcode.HintOf(err))
+	}
+	_, err = db.GetSnapshot(ctx, "zzz")
+	if errcode.Of(err) != errcode.SnapshotNotFound || !strings.Contains(errcode.HintOf(err), "director profile snapshots NAME") {
+		t.Errorf("GetSnapshot(missing) = %v (hint %q)", err, errcode.HintOf(err))
+	}
+
+	// Duplicate insert fails and changes nothing; upsert replaces.
+	dup := snap("a1", "alpha", base)
+	dup.Note = "changed"
+	if err := db.InsertSnapshot(ctx, dup); !errors.Is(err, ErrExists) || errcode.HintOf(err) == "" {
+		t.Errorf("duplicate insert: %v, want ErrExists with a hint", err)
+	}
+	if got, _ := db.GetSnapshot(ctx, "a1"); got.Note != "first login" {
+		t.Errorf("duplicate insert changed the row: note %q", got.Note)
+	}
+	if err := db.UpsertSnapshot(ctx, dup); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := db.GetSnapshot(ctx, "a1"); got.Note != "changed" {
+		t.Errorf("upsert did not replace: note %q", got.Note)
+	}
+	if err := db.UpsertSnapshot(ctx, snap("c1", "gamma", base)); err != nil {
+		t.Fatal(err)
+	}
+
+	set, err := db.SnapshotIDs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set) != 5 || !set["a1"] || !set["c1"] || set["zzz"] {
+		t.Errorf("SnapshotIDs = %v", set)
+	}
+
+	if err := db.DeleteSnapshot(ctx, "a3"); err != nil {
+		t.Fatal(err)
+	}
+	if latest, _ := db.LatestSnapshot(ctx, "alpha"); latest.ID != "a2" {
+		t.Errorf("after delete, latest = %s, want a2", latest.ID)
+	}
+	if err := db.DeleteSnapshot(ctx, "a3"); errcode.Of(err) != errcode.SnapshotNotFound {
+		t.Errorf("second delete = %v, want snapshot_not_found", err)
+	}
+}
+
+func TestSnapshotValidation(t *testing.T) {
+	db := openTemp(t)
+	ok := snap("x", "p", time.Now())
+	for name, mut := range map[string]func(*Snapshot){
+		"no id":      func(s *Snapshot) { s.ID = "" },
+		"no profile": func(s *Snapshot) { s.Profile = "" },
+		"no object":  func(s *Snapshot) { s.ObjectKey = "" },
+		"no time":    func(s *Snapshot) { s.CreatedAt = time.Time{} },
+	} {
+		s := ok
+		mut(&s)
+		if err := db.InsertSnapshot(context.Background(), s); err == nil {
+			t.Errorf("%s: insert succeeded", name)
+		}
+	}
+}
+
+func TestProfiles(t *testing.T) {
+	ctx := context.Background()
+	db := openTemp(t)
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 5, time.UTC)
+	if err := db.UpsertProfile(ctx, Profile{Name: "work", CreatedAt: t0, Note: "mail"}); err != nil {
+		t.Fatal(err)
+	}
+	t1 := t0.Add(48 * time.Hour)
+	if err := db.TouchProfile(ctx, "work", t1); err != nil {
+		t.Fatal(err)
+	}
+	p, err := db.GetProfile(ctx, "work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Profile{Name: "work", CreatedAt: t0, LastUsedAt: t1, Note: "mail"}
+	if !p.CreatedAt.Equal(want.CreatedAt) || !p.LastUsedAt.Equal(want.LastUsedAt) || p.Note != want.Note {
+		t.Errorf("got %+v, want %+v (creation kept, use recorded, note kept)", p, want)
+	}
+	if err := db.UpsertProfile(ctx, Profile{Name: "alpha"}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := db.ListProfiles(ctx)
+	if err != nil || len(list) != 2 || list[0].Name != "alpha" || !list[0].LastUsedAt.IsZero() {
+		t.Errorf("ListProfiles = %+v, %v", list, err)
+	}
+	if err := db.DeleteProfile(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.GetProfile(ctx, "work"); errcode.Of(err) != errcode.ProfileNotFound {
+		t.Errorf("after delete: %v, want profile_not_found", err)
+	}
+	if err := db.DeleteProfile(ctx, "work"); err != nil {
+		t.Errorf("deleting a missing profile row: %v", err)
+	}
+}
+
+func TestRunsAndSessions(t *testing.T) {
+	ctx := context.Background()
+	db := openTemp(t)
+	if err := db.InsertSnapshot(ctx, snap("snap1", "work", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	run, err := db.StartRun(ctx, Run{Workflow: "refresh", File: "/etc/refresh.yaml", Profile: "work"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ValidID(run.ID) || run.Status != RunRunning || run.StartedAt.IsZero() {
+		t.Errorf("StartRun filled %+v", run)
+	}
+	inc, err := db.StartRun(ctx, Run{Workflow: "incognito"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	sess, err := db.StartSession(ctx, Session{Profile: "work", RunID: run.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ValidID(sess.ID) || sess.State != SessionActive {
+		t.Errorf("StartSession filled %+v", sess)
+	}
+	if _, err := db.StartSession(ctx, Session{ID: "BAD-ID"}); errcode.Of(err) != errcode.InvalidInput {
+		t.Errorf("bad id: %v", err)
+	}
+	if _, err := db.StartSession(ctx, Session{ID: sess.ID}); !errors.Is(err, ErrExists) {
+		t.Errorf("duplicate session id: %v", err)
+	}
+	if _, err := db.StartSession(ctx, Session{RunID: "nosuch"}); err == nil {
+		t.Errorf("session with an unknown run id was accepted")
+	}
+
+	end := time.Date(2026, 5, 5, 5, 5, 5, 5, time.UTC)
+	if err := db.EndSession(ctx, sess.ID, SessionEnd{Reason: "idle_timeout", ActionCount: 7, EndedAt: end}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.EndSession(ctx, "aaaaaa", SessionEnd{Reason: "completed"}); errcode.Of(err) != errcode.SessionNotFound {
+		t.Errorf("ending a missing session: %v", err)
+	}
+	got, err := db.GetSession(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != SessionEnded || got.EndReason != "idle_timeout" || got.ActionCount != 7 ||
+		!got.EndedAt.Equal(end) || got.RunID != run.ID || got.Profile != "work" {
+		t.Errorf("ended session = %+v", got)
+	}
+
+	if err := db.FinishRun(ctx, run.ID, RunEnd{Status: RunOK, SnapshotID: "snap1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.FinishRun(ctx, inc.ID, RunEnd{Status: RunHumanRequired, ErrorCode: string(errcode.HumanRequired)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.FinishRun(ctx, "nosuch", RunEnd{Status: RunOK}); err == nil {
+		t.Error("finishing a missing run succeeded")
+	}
+	r, err := db.GetRun(ctx, run.ID)
+	if err != nil || r.Status != RunOK || r.SnapshotID != "snap1" || r.EndedAt.IsZero() || r.Profile != "work" {
+		t.Errorf("finished run = %+v, %v", r, err)
+	}
+	r, _ = db.GetRun(ctx, inc.ID)
+	if r.Profile != "" || r.ErrorCode != "human_required" || r.SnapshotID != "" {
+		t.Errorf("incognito run = %+v", r)
+	}
+	runs, err := db.ListRuns(ctx, "work", 0)
+	if err != nil || len(runs) != 1 || runs[0].ID != run.ID {
+		t.Errorf("ListRuns(work) = %+v, %v", runs, err)
+	}
+
+	// Pruning the snapshot a run took keeps the run, without the link.
+	if err := db.DeleteSnapshot(ctx, "snap1"); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = db.GetRun(ctx, run.ID)
+	if r.SnapshotID != "" {
+		t.Errorf("run still points at the deleted snapshot %q", r.SnapshotID)
+	}
+	ss, err := db.ListSessions(ctx, "", 10)
+	if err != nil || len(ss) != 1 {
+		t.Errorf("ListSessions = %+v, %v", ss, err)
+	}
+}
+
+func TestEvents(t *testing.T) {
+	ctx := context.Background()
+	db := openTemp(t)
+	base := time.Date(2026, 2, 2, 2, 2, 2, 0, time.UTC)
+	add := func(i int, profile, session string) {
+		t.Helper()
+		err := db.AddEvent(ctx, Event{
+			At: base.Add(time.Duration(i) * time.Millisecond), SessionID: session, Profile: profile,
+			Kind: EventAction, Action: "click", Tab: "t1", Domain: "example.com", DurationMS: int64(i), ResultCode: "ok",
+			Detail: fmt.Sprint(i),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 30; i++ {
+		p, s := "alpha", "aaaaaa"
+		if i%3 == 0 {
+			p, s = "beta", "bbbbbb"
+		}
+		add(i, p, s)
+	}
+	details := func(es []Event) string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Detail)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, c := range []struct {
+		f    EventFilter
+		want string
+	}{
+		{EventFilter{Limit: 3}, "29,28,27"},
+		{EventFilter{Profile: "beta", Limit: 3}, "27,24,21"},
+		{EventFilter{Session: "aaaaaa", Limit: 2}, "29,28"},
+		{EventFilter{Profile: "alpha", Session: "bbbbbb"}, ""},
+	} {
+		got, err := db.ListEvents(ctx, c.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if details(got) != c.want {
+			t.Errorf("ListEvents(%+v) = %s, want %s", c.f, details(got), c.want)
+		}
+	}
+	all, _ := db.ListEvents(ctx, EventFilter{})
+	if len(all) != 30 || all[0].Kind != EventAction || all[0].Domain != "example.com" || all[0].DurationMS != 29 ||
+		!all[0].At.Equal(base.Add(29*time.Millisecond)) {
+		t.Errorf("ListEvents(all): %d events, first %+v", len(all), all[0])
+	}
+
+	n, err := db.TrimEvents(ctx, 10)
+	if err != nil || n != 20 {
+		t.Fatalf("TrimEvents(10) = %d, %v; want 20", n, err)
+	}
+	left, _ := db.ListEvents(ctx, EventFilter{})
+	if len(left) != 10 || left[9].Detail != "20" {
+		t.Errorf("after trim: %s, want 29..20", details(left))
+	}
+	if n, err := db.TrimEvents(ctx, 0); err != nil || n != 0 {
+		t.Errorf("TrimEvents(default) = %d, %v; want 0 deleted", n, err)
+	}
+
+	if err := db.AddEvent(ctx, Event{Kind: ""}); err == nil {
+		t.Error("event without a kind accepted")
+	}
+	long := strings.Repeat("é", maxDetail) // 2 bytes each
+	if err := db.AddEvent(ctx, Event{Kind: EventSessionEnd, Detail: long}); err != nil {
+		t.Fatal(err)
+	}
+	last, _ := db.ListEvents(ctx, EventFilter{Limit: 1})
+	if len(last[0].Detail) > maxDetail || !strings.HasPrefix(long, last[0].Detail) || last[0].At.IsZero() {
+		t.Errorf("long detail stored as %d bytes, at %v", len(last[0].Detail), last[0].At)
+	}
+}
+
+func TestCancelledContext(t *testing.T) {
+	db := openTemp(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := db.InsertSnapshot(ctx, snap("s", "p", time.Now())); err == nil {
+		t.Error("insert with a cancelled context succeeded")
+	}
+	if _, err := Open(ctx, filepath.Join(t.TempDir(), "x.db")); err == nil {
+		t.Error("Open with a cancelled context succeeded")
+	}
+}
+
+// Two processes (here: two *DB on one file) writing at once must both
+// succeed; run with -race.
+func TestConcurrentWriters(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "shared", "director.db")
+
+	// Both open a brand-new file at the same moment: migrations run once.
+	var dbs [2]*DB
+	var wg sync.WaitGroup
+	var openErr [2]error
+	for i := range dbs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dbs[i], openErr[i] = Open(ctx, path)
+		}()
+	}
+	wg.Wait()
+	for i, err := range openErr {
+		if err != nil {
+			t.Fatalf("Open %d: %v", i, err)
+		}
+		defer dbs[i].Close()
+	}
+
+	const perWorker = 25
+	const workersPerDB = 3
+	errs := make(chan error, 2*workersPerDB*perWorker*3)
+	for d, db := range dbs {
+		for w := 0; w < workersPerDB; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < perWorker; i++ {
+					id := fmt.Sprintf("d%d-w%d-%d", d, w, i)
+					if err := db.InsertSnapshot(ctx, snap(id, "shared", time.Now())); err != nil {
+						errs <- fmt.Errorf("insert %s: %w", id, err)
+					}
+					if err := db.AddEvent(ctx, Event{Kind: EventAction, Profile: "shared", Detail: id}); err != nil {
+						errs <- fmt.Errorf("event %s: %w", id, err)
+					}
+					run, err := db.StartRun(ctx, Run{ID: fmt.Sprintf("r%d%d%03d", d, w, i), Workflow: "w", Profile: "shared"})
+					if err == nil {
+						err = db.FinishRun(ctx, run.ID, RunEnd{Status: RunOK, SnapshotID: id})
+					}
+					if err != nil {
+						errs <- fmt.Errorf("run %s: %w", id, err)
+					}
+					if _, err := db.TrimEvents(ctx, 1000); err != nil {
+						errs <- fmt.Errorf("trim: %w", err)
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	want := 2 * workersPerDB * perWorker
+	for i, db := range dbs {
+		ids, err := db.SnapshotIDs(ctx)
+		if err != nil || len(ids) != want {
+			t.Errorf("db %d sees %d snapshots (%v), want %d", i, len(ids), err, want)
+		}
+		evs, err := db.ListEvents(ctx, EventFilter{Profile: "shared"})
+		if err != nil || len(evs) != want {
+			t.Errorf("db %d sees %d events (%v), want %d", i, len(evs), err, want)
+		}
+	}
+	if v, _ := dbs[1].Version(ctx); v != SchemaVersion() {
+		t.Errorf("version %d after concurrent open", v)
+	}
+}
+
+func TestNewID(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		id := NewID()
+		if !ValidID(id) {
+			t.Fatalf("NewID() = %q is not [a-z2-7]{6}", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) < 990 {
+		t.Errorf("only %d distinct ids of 1000", len(seen))
+	}
+	for _, bad := range []string{"", "abcde", "abcdefg", "abcde1", "ABCDEF", "abc-ef"} {
+		if ValidID(bad) {
+			t.Errorf("ValidID(%q) = true", bad)
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package catalog
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"director/errcode"
+)
+
+// Run statuses. A run is RunRunning from StartRun until FinishRun.
+const (
+	RunRunning       = "running"
+	RunOK            = "ok"
+	RunFailed        = "failed"
+	RunHumanRequired = "human_required"
+	RunDomainBlocked = "domain_blocked"
+)
+
+// Run is one workflow run.
+type Run struct {
+	ID         string    `json:"id"`
+	Workflow   string    `json:"workflow"`
+	File       string    `json:"file,omitempty"`
+	Profile    string    `json:"profile,omitempty"` // "" for an incognito run
+	Status     string    `json:"status"`
+	ErrorCode  string    `json:"error_code,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	EndedAt    time.Time `json:"ended_at,omitzero"`
+	SnapshotID string    `json:"snapshot_id,omitempty"` // the snapshot the run took, if any
+}
+
+// RunEnd is how a run finished.
+type RunEnd struct {
+	Status     string    // RunOK, RunFailed, …
+	ErrorCode  string    // an errcode.Code, "" on success
+	SnapshotID string    // the snapshot the run took, "" for none
+	EndedAt    time.Time // now when zero
+}
+
+// StartRun records a run as running and returns it with its ID (NewID when
+// r.ID is empty), Status and StartedAt (now when zero) filled in.
+func (db *DB) StartRun(ctx context.Context, r Run) (Run, error) {
+	if r.ID == "" {
+		r.ID = NewID()
+	}
+	if r.Status == "" {
+		r.Status = RunRunning
+	}
+	if r.StartedAt.IsZero() {
+		r.StartedAt = now()
+	}
+	_, err := db.sql.ExecContext(ctx,
+		`INSERT INTO runs (id, workflow, file, profile, status, error_code, started_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Workflow, r.File, nullString(r.Profile), r.Status, r.ErrorCode, fmtTime(r.StartedAt))
+	if isConstraint(err) {
+		return r, &errcode.Error{Code: errcode.Internal, Msg: "catalog: run " + r.ID,
+			Hint: "run ids are unique; start the run again", Err: fmt.Errorf("%w (%v)", ErrExists, err)}
+	}
+	if err != nil {
+		return r, queryErr(err, "cannot record run "+r.ID)
+	}
+	return r, nil
+}
+
+// FinishRun records how run id ended.
+func (db *DB) FinishRun(ctx context.Context, id string, e RunEnd) error {
+	if e.EndedAt.IsZero() {
+		e.EndedAt = now()
+	}
+	if e.Status == "" {
+		return errcode.New(errcode.Internal, "catalog: run %s finished without a status", id)
+	}
+	res, err := db.sql.ExecContext(ctx,
+		`UPDATE runs SET status = ?, error_code = ?, ended_at = ?, snapshot_id = ? WHERE id = ?`,
+		e.Status, e.ErrorCode, fmtTime(e.EndedAt), nullString(e.SnapshotID), id)
+	if err != nil {
+		return queryErr(err, "cannot record the end of run "+id)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return errcode.New(errcode.Internal, "catalog: no run %q to finish", id).WithHint("start runs with StartRun before finishing them")
+	}
+	return nil
+}
+
+const runCols = `id, workflow, file, profile, status, error_code, started_at, ended_at, snapshot_id`
+
+func scanRun(r rowScanner) (Run, error) {
+	var run Run
+	var profile, ended, snap sql.NullString
+	var started string
+	if err := r.Scan(&run.ID, &run.Workflow, &run.File, &profile, &run.Status, &run.ErrorCode, &started, &ended, &snap); err != nil {
+		return run, err
+	}
+	run.Profile, run.SnapshotID = profile.String, snap.String
+	var err error
+	if run.StartedAt, err = parseTime(started); err != nil {
+		return run, err
+	}
+	run.EndedAt, err = parseNullTime(ended)
+	return run, err
+}
+
+// GetRun returns run id.
+func (db *DB) GetRun(ctx context.Context, id string) (Run, error) {
+	r, err := scanRun(db.sql.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, errcode.New(errcode.InvalidInput, "no run %q in the catalog", id).WithHint("check the run id")
+	}
+	if err != nil {
+		return r, queryErr(err, "cannot read run "+id)
+	}
+	return r, nil
+}
+
+// ListRuns returns the runs of profile ("" = all), newest first, at most
+// limit of them (limit <= 0: all).
+func (db *DB) ListRuns(ctx context.Context, profile string, limit int) ([]Run, error) {
+	q := `SELECT ` + runCols + ` FROM runs`
+	var args []any
+	if profile != "" {
+		q += ` WHERE profile = ?`
+		args = append(args, profile)
+	}
+	q += ` ORDER BY started_at DESC, id DESC`
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := db.sql.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, queryErr(err, "cannot list runs")
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, queryErr(err, "cannot list runs")
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, queryErr(err, "cannot list runs")
+	}
+	return out, nil
+}
