@@ -82,7 +82,11 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 	case ActType:
 		steps := []chromedp.Action[chromedp.Void]{}
 		if a.Clear {
-			steps = append(steps, chromedp.Clear(chromedp.CSS(a.Selector)))
+			steps = append(steps, chromedp.WaitReady(chromedp.CSS(a.Selector)), chromedp.Func(func(c context.Context, tg *chromedp.Target) error {
+				_, err := chromedp.Evaluate[bool](`(() => { const e = document.querySelector(`+js(a.Selector)+`); if (!e) return false;
+					e.value = ''; e.dispatchEvent(new Event('input', {bubbles: true})); return true; })()`)(c, tg)
+				return err
+			}))
 		}
 		steps = append(steps, chromedp.SendKeys(chromedp.CSS(a.Selector), a.Text, chromedp.NodeVisible))
 		err = s.element(actx, ctx, t, a.Selector, chromedp.Steps(steps...))
@@ -274,9 +278,36 @@ func (s *Session) waitFor(actx context.Context, t *tab, a Action) error {
 	return s.poll(actx, expr, what)
 }
 
+// pollRetry polls expr until it is truthy, starting over when a navigation
+// replaces the document under the poll.
+func pollRetry[T any](actx context.Context, expr string) (T, error) {
+	for {
+		v, err := chromedp.Run(actx, chromedp.Poll[T](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0)))
+		if err == nil || actx.Err() != nil || !navigatedAway(err) {
+			return v, err
+		}
+		select {
+		case <-actx.Done():
+			return v, actx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// navigatedAway reports whether err says the page changed under a script.
+func navigatedAway(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"navigated or closed", "Execution context was destroyed", "Cannot find context with specified id", "Cannot find default execution context"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // poll waits until expr is truthy; a deadline is a timeout error.
 func (s *Session) poll(actx context.Context, expr, what string) error {
-	_, err := chromedp.Run(actx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0)))
+	_, err := pollRetry[chromedp.Void](actx, expr)
 	if err == nil {
 		return nil
 	}
@@ -467,7 +498,7 @@ func (s *Session) loginCheck(actx, ctx context.Context, t *tab, a Action) error 
 		pctx, cancel = context.WithTimeout(actx, 1500*time.Millisecond)
 		defer cancel()
 	}
-	state, err := chromedp.Run(pctx, chromedp.Poll[string](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0)))
+	state, err := pollRetry[string](pctx, expr)
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return s.cdpErr(err, "login check")
 	}

@@ -516,6 +516,9 @@ func (s *Session) Do(ctx context.Context, a Action) (Result, error) {
 	}
 	var res Result
 	err := s.usable()
+	if err != nil && s.Info().State == StateClosed {
+		return res, err // nothing to attribute the attempt to
+	}
 	var t *tab
 	if err == nil {
 		t, err = s.tabFor(handle)

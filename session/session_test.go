@@ -1,0 +1,465 @@
+package session
+
+import (
+	"context"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"director/errcode"
+	"director/internal/testsite"
+)
+
+func TestNewID(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := NewID()
+		if !ValidID(id) {
+			t.Fatalf("NewID gave %q, not 6 chars of [a-z2-7]", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) < 990 {
+		t.Fatalf("only %d distinct ids in 1000", len(seen))
+	}
+	for _, bad := range []string{"", "abc", "abcdefg", "ABCDEF", "abc01d", "abc-de"} {
+		if ValidID(bad) {
+			t.Errorf("ValidID(%q) = true", bad)
+		}
+	}
+}
+
+func TestPolicy(t *testing.T) {
+	cases := []struct {
+		name      string
+		block     []string
+		allow     []string
+		url       string
+		wantBlock bool
+	}{
+		{"plain host blocks itself", []string{"facebook.com"}, nil, "https://facebook.com/x", true},
+		{"plain host blocks subdomains", []string{"facebook.com"}, nil, "https://www.facebook.com/", true},
+		{"plain host is not a suffix match", []string{"facebook.com"}, nil, "https://notfacebook.com/", false},
+		{"glob subdomain", []string{"*.ads.net"}, nil, "http://a.b.ads.net:8080/", true},
+		{"glob does not match apex", []string{"*.ads.net"}, nil, "http://ads.net/", false},
+		{"port is ignored", []string{"blocked.test"}, nil, "http://blocked.test:4321/landing", true},
+		{"case is ignored", []string{"blocked.test"}, nil, "http://BLOCKED.test/", true},
+		{"about:blank always allowed", []string{"*"}, nil, "about:blank", false},
+		{"data: always allowed", []string{"*"}, nil, "data:text/html,hi", false},
+		{"allowlist admits listed", nil, []string{"127.0.0.1"}, "http://127.0.0.1:9/", false},
+		{"allowlist refuses others", nil, []string{"127.0.0.1"}, "http://localhost:9/", true},
+		{"blocklist wins over allowlist", []string{"evil.example"}, []string{"*.example"}, "https://evil.example/", true},
+		{"ws is checked", []string{"blocked.test"}, nil, "ws://blocked.test/socket", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Policy{Blocklist: c.block, Allowlist: c.allow}.Check(c.url)
+			if (got != "") != c.wantBlock {
+				t.Fatalf("Check(%q) = %q, want blocked=%v", c.url, got, c.wantBlock)
+			}
+		})
+	}
+}
+
+func TestValidatePattern(t *testing.T) {
+	for _, good := range []string{"example.com", "*.example.com", "ads?.example.net", "127.0.0.1", "[ab].example"} {
+		if err := ValidatePattern(good); err != nil {
+			t.Errorf("ValidatePattern(%q) = %v", good, err)
+		}
+	}
+	for _, bad := range []string{"", "https://example.com", "example.com/path", "Example.com", "example.com:80", "[bad"} {
+		if err := ValidatePattern(bad); err == nil {
+			t.Errorf("ValidatePattern(%q) accepted it", bad)
+		}
+	}
+}
+
+func TestMatchURL(t *testing.T) {
+	cases := []struct {
+		glob, url string
+		want      bool
+	}{
+		{"*/account*", "http://127.0.0.1:1/account", true},
+		{"*/account*", "http://127.0.0.1:1/login?next=/account", true},
+		{"http://h/a?b", "http://h/ab", false},  // ? is one character
+		{"http://h/a.b", "http://h/aXb", false}, // . is literal
+		{"https://*", "http://x", false},
+	}
+	for _, c := range cases {
+		if got := MatchURL(c.glob, c.url); got != c.want {
+			t.Errorf("MatchURL(%q, %q) = %v", c.glob, c.url, got)
+		}
+	}
+}
+
+func TestKeyByName(t *testing.T) {
+	for _, k := range []string{"Enter", "enter", "Tab", "Escape", "ArrowDown", "a", "F5"} {
+		if _, ok := KeyByName(k); !ok {
+			t.Errorf("KeyByName(%q) not found", k)
+		}
+	}
+	for _, k := range []string{"", "Entr", "ab"} {
+		if _, ok := KeyByName(k); ok {
+			t.Errorf("KeyByName(%q) found", k)
+		}
+	}
+}
+
+// recorder is an AuditSink that keeps events in memory.
+type recorder struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (r *recorder) Record(_ context.Context, e Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+	return nil
+}
+
+func (r *recorder) all() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}
+
+func (r *recorder) last(kind string) (Event, bool) {
+	ev := r.all()
+	for i := len(ev) - 1; i >= 0; i-- {
+		if ev[i].Kind == kind {
+			return ev[i], true
+		}
+	}
+	return Event{}, false
+}
+
+type fixture struct {
+	site *testsite.Site
+	s    *Session
+	rec  *recorder
+}
+
+func start(t *testing.T, o Options) *fixture {
+	t.Helper()
+	site := testsite.New(t)
+	rec := &recorder{}
+	o.Launch = launcherFor(t, site.ChromeFlags()...)
+	o.Audit = rec
+	if o.ActionTimeout == 0 {
+		o.ActionTimeout = 10 * time.Second
+	}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background(), EndCompleted) })
+	return &fixture{site: site, s: s, rec: rec}
+}
+
+func (f *fixture) do(t *testing.T, a Action) Result {
+	t.Helper()
+	res, err := f.s.Do(context.Background(), a)
+	if err != nil {
+		t.Fatalf("%s: %v [%s]", a.Type, err, errcode.Of(err))
+	}
+	return res
+}
+
+func wantCode(t *testing.T, err error, code errcode.Code) {
+	t.Helper()
+	if errcode.Of(err) != code {
+		t.Fatalf("got error %v [%s], want code %s", err, errcode.Of(err), code)
+	}
+}
+
+func waitDone(t *testing.T, s *Session, within time.Duration) {
+	t.Helper()
+	select {
+	case <-s.Done():
+	case <-time.After(within):
+		t.Fatalf("session did not end within %s (state %s)", within, s.Info().State)
+	}
+}
+
+func TestActions(t *testing.T) {
+	f := start(t, Options{Profile: "p1", Policy: Policy{Blocklist: []string{testsite.BlockedHost}}})
+	if !ValidID(f.s.ID()) || f.s.Info().State != StateActive {
+		t.Fatalf("info after start: %+v", f.s.Info())
+	}
+	f.do(t, Action{Type: ActNavigate, URL: f.site.At("/widgets")})
+	const secret = "hunter2-secret"
+	f.do(t, Action{Type: ActType, Selector: "#name", Text: secret})
+	f.do(t, Action{Type: ActSelect, Selector: "#color", Value: "green"})
+	f.do(t, Action{Type: ActClick, Selector: "#go"})
+	if got := f.do(t, Action{Type: ActExtract, Selector: "#out", Extract: "text"}).Value; got != "Hello "+secret+" (green)" {
+		t.Fatalf("extract text = %q", got)
+	}
+	f.do(t, Action{Type: ActWaitFor, Selector: "#later"})
+	f.do(t, Action{Type: ActType, Selector: "#name", Text: "bob", Clear: true})
+	f.do(t, Action{Type: ActPress, Key: "Enter", Selector: "#name"})
+	if got := f.do(t, Action{Type: ActExtract, Selector: "#keys"}).Value; got != "enter:bob" {
+		t.Fatalf("after clear+type+Enter: %q", got)
+	}
+	list := f.do(t, Action{Type: ActExtract, Selector: "#items li", Extract: "list"}).Value
+	if strings.Join(list.([]string), ",") != "one,two,three" {
+		t.Fatalf("extract list = %v", list)
+	}
+	if got := f.do(t, Action{Type: ActExtract, Selector: "#ext", Extract: "attribute", Attribute: "data-kind"}).Value; got != "external" {
+		t.Fatalf("extract attribute = %v", got)
+	}
+	if got := f.do(t, Action{Type: ActExtract, Selector: "#color", Extract: "value"}).Value; got != "green" {
+		t.Fatalf("extract value = %v", got)
+	}
+	if got := f.do(t, Action{Type: ActEvaluate, Expression: `Promise.resolve(6*7)`}).Value; got != float64(42) {
+		t.Fatalf("evaluate = %#v", got)
+	}
+	f.do(t, Action{Type: ActAssert, Selector: "#out", Text: "green", URL: "*/widgets"})
+	file := filepath.Join(t.TempDir(), "shots", "page.png")
+	f.do(t, Action{Type: ActScreenshot, File: file, FullPage: true})
+	fh, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(fh); err != nil {
+		t.Fatalf("screenshot is not a PNG: %v", err)
+	}
+	fh.Close()
+	if st, _ := os.Stat(file); st.Mode().Perm() != 0o600 {
+		t.Fatalf("screenshot mode %v, want 0600", st.Mode().Perm())
+	}
+
+	// Tabs.
+	res := f.do(t, Action{Type: ActOpenTab, URL: f.site.At("/landing")})
+	if res.Tab != "t2" {
+		t.Fatalf("open_tab gave %q, want t2", res.Tab)
+	}
+	if got := f.do(t, Action{Type: ActExtract, Selector: "h1"}).Value; got != "Landing" {
+		t.Fatalf("new tab is not current: %v", got)
+	}
+	f.do(t, Action{Type: ActSwitchTab, Tab: "t1"})
+	if got := f.do(t, Action{Type: ActExtract, Selector: "h1"}).Value; got != "Widgets" {
+		t.Fatalf("after switch_tab t1: %v", got)
+	}
+	_, err = f.s.Do(context.Background(), Action{Type: ActSwitchTab, Tab: "t9"})
+	wantCode(t, err, errcode.TabNotFound)
+	f.do(t, Action{Type: ActCloseTab, Tab: "t2"})
+	if tabs := f.s.Info().Tabs; len(tabs) != 1 || tabs[0].Handle != "t1" || !tabs[0].Current {
+		t.Fatalf("tabs after close: %+v", tabs)
+	}
+	_, err = f.s.Do(context.Background(), Action{Type: ActCloseTab})
+	wantCode(t, err, errcode.InvalidAction)
+
+	// Errors carry their codes.
+	_, err = f.s.Do(context.Background(), Action{Type: ActClick, Selector: "#nope", Timeout: 700 * time.Millisecond})
+	wantCode(t, err, errcode.ElementNotFound)
+	_, err = f.s.Do(context.Background(), Action{Type: ActWaitFor, Selector: "#out", State: "hidden", Timeout: 700 * time.Millisecond})
+	wantCode(t, err, errcode.Timeout)
+	_, err = f.s.Do(context.Background(), Action{Type: ActWaitFor, URL: "*/never*", Timeout: 500 * time.Millisecond})
+	wantCode(t, err, errcode.Timeout)
+	_, err = f.s.Do(context.Background(), Action{Type: ActEvaluate, Expression: `throw new Error("x")`})
+	wantCode(t, err, errcode.InvalidAction)
+
+	// The audit trail names every action and never the typed text.
+	info := f.s.Info()
+	if info.ActionCount < 20 {
+		t.Fatalf("action count %d", info.ActionCount)
+	}
+	if err := f.s.Close(context.Background(), EndCompleted); err != nil {
+		t.Fatal(err)
+	}
+	if f.s.EndReason() != EndCompleted || f.s.Info().State != StateClosed {
+		t.Fatalf("after Close: %+v", f.s.Info())
+	}
+	_, err = f.s.Do(context.Background(), Action{Type: ActNavigate, URL: f.site.At("/")})
+	wantCode(t, err, errcode.SessionNotFound)
+	evs := f.rec.all()
+	if evs[0].Kind != EventSessionStart || evs[len(evs)-1].Kind != EventSessionEnd || evs[len(evs)-1].Reason != EndCompleted {
+		t.Fatalf("first/last events: %+v / %+v", evs[0], evs[len(evs)-1])
+	}
+	var sawType bool
+	for _, e := range evs {
+		if e.SessionID != f.s.ID() || e.Profile != "p1" {
+			t.Fatalf("event without session/profile: %+v", e)
+		}
+		for _, field := range []string{e.Detail, e.Action, e.Domain} {
+			if strings.Contains(field, secret) {
+				t.Fatalf("audit event holds typed text: %+v", e)
+			}
+		}
+		if e.Action == "type" {
+			sawType = true
+			if !strings.Contains(e.Detail, "len=") || e.Domain != "127.0.0.1" || e.Tab != "t1" {
+				t.Fatalf("type event: %+v", e)
+			}
+		}
+	}
+	if !sawType {
+		t.Fatal("no type event")
+	}
+	end, _ := f.rec.last(EventSessionEnd)
+	if end.ActionCount != info.ActionCount {
+		t.Fatalf("end event action count %d, want %d", end.ActionCount, info.ActionCount)
+	}
+}
+
+func TestBlocklist(t *testing.T) {
+	cases := []struct {
+		name string
+		act  func(f *fixture) Action
+	}{
+		{"link click", func(f *fixture) Action { return Action{Type: ActClick, Selector: "#blocked-link"} }},
+		{"server redirect", func(f *fixture) Action { return Action{Type: ActClick, Selector: "#redirect-link"} }},
+		{"navigate", func(f *fixture) Action {
+			return Action{Type: ActNavigate, URL: f.site.On(testsite.BlockedHost, "/landing")}
+		}},
+		{"script navigation", func(f *fixture) Action {
+			return Action{Type: ActEvaluate, Expression: `location.href = ` + js(f.site.On(testsite.BlockedHost, "/landing")) + `; 1`}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := start(t, Options{Profile: "p1", Policy: Policy{Blocklist: []string{testsite.BlockedHost}}})
+			f.do(t, Action{Type: ActNavigate, URL: f.site.At("/links")})
+			_, err := f.s.Do(context.Background(), c.act(f))
+			if c.name != "navigate" {
+				// A click or script returns before the navigation starts;
+				// the blocked request ends the session on its own.
+				waitDone(t, f.s, 10*time.Second)
+				err = f.s.Err()
+			}
+			wantCode(t, err, errcode.DomainBlocked)
+			waitDone(t, f.s, 10*time.Second)
+			if f.s.EndReason() != EndDomainBlocked {
+				t.Fatalf("end reason %q", f.s.EndReason())
+			}
+			if n := f.site.Hits("/landing"); n != 0 {
+				t.Fatalf("the blocked request reached the server %d times", n)
+			}
+			var blocked bool
+			for _, e := range f.rec.all() {
+				if e.Code == errcode.DomainBlocked && e.Domain == testsite.BlockedHost {
+					blocked = true
+				}
+			}
+			end, _ := f.rec.last(EventSessionEnd)
+			if !blocked || end.Reason != EndDomainBlocked {
+				t.Fatalf("audit trail lacks the block: %+v", f.rec.all())
+			}
+		})
+	}
+}
+
+func TestAllowedNavigationPasses(t *testing.T) {
+	f := start(t, Options{Policy: Policy{Blocklist: []string{testsite.BlockedHost}}})
+	f.do(t, Action{Type: ActNavigate, URL: f.site.At("/links")})
+	f.do(t, Action{Type: ActClick, Selector: "#localhost-link"})
+	f.do(t, Action{Type: ActWaitFor, Selector: "#host"})
+	if got := f.do(t, Action{Type: ActExtract, Selector: "#host"}).Value.(string); !strings.HasPrefix(got, "localhost:") {
+		t.Fatalf("landing host %q", got)
+	}
+}
+
+func TestIdleTimeout(t *testing.T) {
+	f := start(t, Options{IdleTimeout: 800 * time.Millisecond})
+	f.do(t, Action{Type: ActNavigate, URL: f.site.At("/")})
+	// A sleep is idleness: it outlasts the idle timeout.
+	_, err := f.s.Do(context.Background(), Action{Type: ActSleep, Duration: 20 * time.Second})
+	wantCode(t, err, errcode.Timeout)
+	waitDone(t, f.s, 15*time.Second)
+	if f.s.EndReason() != EndIdleTimeout {
+		t.Fatalf("end reason %q, want idle_timeout", f.s.EndReason())
+	}
+	if end, _ := f.rec.last(EventSessionEnd); end.Reason != EndIdleTimeout {
+		t.Fatalf("end event %+v", end)
+	}
+}
+
+func TestIdleTimeoutWithoutActions(t *testing.T) {
+	f := start(t, Options{IdleTimeout: 500 * time.Millisecond})
+	waitDone(t, f.s, 15*time.Second)
+	if f.s.EndReason() != EndIdleTimeout {
+		t.Fatalf("end reason %q, want idle_timeout", f.s.EndReason())
+	}
+}
+
+func TestMaxDuration(t *testing.T) {
+	f := start(t, Options{MaxDuration: 1500 * time.Millisecond, IdleTimeout: time.Minute})
+	var err error
+	for i := 0; i < 20 && err == nil; i++ {
+		_, err = f.s.Do(context.Background(), Action{Type: ActNavigate, URL: f.site.At("/slow?ms=300")})
+	}
+	wantCode(t, err, errcode.Timeout)
+	waitDone(t, f.s, 15*time.Second)
+	if f.s.EndReason() != EndMaxDuration {
+		t.Fatalf("end reason %q, want max_duration", f.s.EndReason())
+	}
+}
+
+func TestHumanRequired(t *testing.T) {
+	f := start(t, Options{})
+	_, err := f.s.Do(context.Background(), Action{Type: ActNavigate, URL: f.site.At("/captcha")})
+	wantCode(t, err, errcode.HumanRequired)
+	if f.s.Info().State != StatePaused {
+		t.Fatalf("state %s, want paused", f.s.Info().State)
+	}
+	_, err = f.s.Do(context.Background(), Action{Type: ActExtract, Selector: "h1"})
+	wantCode(t, err, errcode.HumanRequired)
+	if err := f.s.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	// hCaptcha too, reached by a click.
+	f.do(t, Action{Type: ActNavigate, URL: f.site.At("/")})
+	_, err = f.s.Do(context.Background(), Action{Type: ActNavigate, URL: f.site.At("/hcaptcha")})
+	wantCode(t, err, errcode.HumanRequired)
+}
+
+func TestLoginCheck(t *testing.T) {
+	f := start(t, Options{})
+	check := Action{Type: ActLoginCheck, URL: f.site.At("/account"), LoggedInSelector: "#whoami", LoginWallSelector: "form#login"}
+	_, err := f.s.Do(context.Background(), check)
+	wantCode(t, err, errcode.HumanRequired)
+	if err := f.s.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	f.do(t, Action{Type: ActType, Selector: "#username", Text: "alice"})
+	f.do(t, Action{Type: ActType, Selector: "#password", Text: "secret"})
+	f.do(t, Action{Type: ActClick, Selector: "#submit"})
+	f.do(t, Action{Type: ActWaitFor, Selector: "#whoami"})
+	f.do(t, check)
+	// Only a wall selector: logged in when the wall is absent.
+	f.do(t, Action{Type: ActLoginCheck, URL: f.site.At("/account"), LoginWallSelector: "form#login"})
+}
+
+func TestRestartKeepsTabs(t *testing.T) {
+	f := start(t, Options{})
+	f.do(t, Action{Type: ActNavigate, URL: f.site.At("/widgets")})
+	f.do(t, Action{Type: ActOpenTab, URL: f.site.At("/landing")})
+	var called bool
+	if err := f.s.Restart(context.Background(), func(context.Context) error { called = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !called {
+		t.Fatal("between was not called")
+	}
+	tabs := f.s.Info().Tabs
+	if len(tabs) != 2 || tabs[0].Handle != "t1" || tabs[1].Handle != "t2" || !tabs[1].Current ||
+		!strings.HasSuffix(tabs[0].URL, "/widgets") || !strings.HasSuffix(tabs[1].URL, "/landing") {
+		t.Fatalf("tabs after restart: %+v", tabs)
+	}
+	if got := f.do(t, Action{Type: ActExtract, Selector: "h1"}).Value; got != "Landing" {
+		t.Fatalf("current tab after restart shows %v", got)
+	}
+	f.do(t, Action{Type: ActSwitchTab, Tab: "t1"})
+	if got := f.do(t, Action{Type: ActExtract, Selector: "h1"}).Value; got != "Widgets" {
+		t.Fatalf("t1 after restart shows %v", got)
+	}
+}
