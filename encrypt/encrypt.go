@@ -1,0 +1,297 @@
+package encrypt
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"filippo.io/age"
+
+	"director/errcode"
+)
+
+// Environment variables (and the flags that mirror them) that configure
+// encryption.
+const (
+	EnvRecipients  = "DIRECTOR_AGE_RECIPIENTS"
+	EnvIdentity    = "DIRECTOR_AGE_IDENTITY"
+	FlagRecipients = "--age-recipients"
+	FlagIdentity   = "--age-identity"
+)
+
+// Magic is the first line of every age-encrypted file (binary, not armored).
+const Magic = "age-encryption.org/v1"
+
+// SniffLen is how many leading bytes IsEncrypted needs.
+const SniffLen = len(Magic)
+
+// maxKeyFile bounds a recipients or identity file.
+const maxKeyFile = 1 << 20
+
+const secretPrefix = "AGE-SECRET-KEY-"
+
+const identityHint = "set " + EnvIdentity + " (or " + FlagIdentity + ") to the identity file whose public key " +
+	"the snapshot was encrypted to; create one with: director key generate"
+
+const recipientsHint = "set " + EnvRecipients + " (or " + FlagRecipients + ") to age1… public keys separated by " +
+	"commas, or to a recipients file; director key generate prints one"
+
+// IsEncrypted reports whether prefix, the first bytes of a file (at least
+// SniffLen of them), starts an age-encrypted file.
+func IsEncrypted(prefix []byte) bool {
+	return bytes.HasPrefix(prefix, []byte(Magic))
+}
+
+// ParseRecipients parses public keys: age1… keys separated by commas, spaces
+// or newlines, or paths to recipients files (one key a line, # comments), or
+// a mix of both.
+func ParseRecipients(s string) ([]age.Recipient, error) {
+	fields := strings.FieldsFunc(s, func(r rune) bool {
+		return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
+	})
+	if len(fields) == 0 {
+		return nil, errcode.New(errcode.InvalidInput, "no age recipients given").WithHint("%s", recipientsHint)
+	}
+	var out []age.Recipient
+	for _, f := range fields {
+		rs, err := parseRecipientField(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
+}
+
+func parseRecipientField(f string) ([]age.Recipient, error) {
+	switch {
+	case strings.HasPrefix(strings.ToUpper(f), secretPrefix):
+		// Never echo it: it is a secret.
+		return nil, errcode.New(errcode.InvalidInput, "an age secret key was given where a public key (age1…) is expected").
+			WithHint("give the public key instead (the '# public key:' line of the identity file), and keep the secret key out of the environment of snapshot-only hosts")
+	case strings.HasPrefix(f, "age1"):
+		rs, err := age.ParseRecipients(strings.NewReader(f))
+		if err != nil {
+			return nil, errcode.Hinted(err, errcode.InvalidInput, recipientsHint, "bad age recipient %q", f)
+		}
+		return rs, nil
+	}
+	data, err := readKeyFile(f)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errcode.New(errcode.InvalidInput, "age recipient %q is neither an age1… public key nor an existing file", f).
+			WithHint("%s", recipientsHint)
+	}
+	if err != nil {
+		return nil, errcode.Hinted(err, errcode.InvalidInput, recipientsHint, "cannot read the recipients file %s", f)
+	}
+	if bytes.Contains(data, []byte(secretPrefix)) {
+		return nil, errcode.New(errcode.InvalidInput, "%s holds an age secret key, not public keys", f).
+			WithHint("point %s at a file of age1… public keys, or at the public key itself; the identity file belongs in %s, on hosts that restore", FlagRecipients, EnvIdentity)
+	}
+	rs, err := age.ParseRecipients(bytes.NewReader(data))
+	if err != nil {
+		return nil, errcode.Hinted(err, errcode.InvalidInput, recipientsHint, "bad recipients file %s", f)
+	}
+	return rs, nil
+}
+
+func readKeyFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxKeyFile {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxKeyFile)
+	}
+	return data, nil
+}
+
+// LoadIdentities reads an age identity file (the output of director key
+// generate or age-keygen). It refuses a file that other users may read or
+// write.
+func LoadIdentities(path string) ([]age.Identity, error) {
+	if path == "" {
+		return nil, errcode.New(errcode.DecryptFailed, "no age identity given").WithHint("%s", identityHint)
+	}
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errcode.New(errcode.DecryptFailed, "age identity file %s does not exist", path).WithHint("%s", identityHint)
+	}
+	if err != nil {
+		return nil, errcode.Hinted(err, errcode.DecryptFailed, identityHint, "cannot read the age identity file %s", path)
+	}
+	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
+		return nil, errcode.New(errcode.DecryptFailed, "age identity file %s is accessible by other users (mode %04o)", path, st.Mode().Perm()).
+			WithHint("it holds a secret key: run chmod 600 %s (and consider whether the key leaked)", path)
+	}
+	data, err := readKeyFile(path)
+	if err != nil {
+		return nil, errcode.Hinted(err, errcode.DecryptFailed, identityHint, "cannot read the age identity file %s", path)
+	}
+	// age's parser never echoes key material in its errors.
+	ids, err := age.ParseIdentities(bytes.NewReader(data))
+	if err != nil {
+		hint := identityHint
+		if bytes.Contains(data, []byte("age1")) && !bytes.Contains(data, []byte(secretPrefix)) {
+			hint = fmt.Sprintf("%s holds only public keys (recipients), which can encrypt but not decrypt; %s", path, identityHint)
+		}
+		return nil, errcode.Hinted(err, errcode.DecryptFailed, hint, "bad age identity file %s", path)
+	}
+	return ids, nil
+}
+
+// IdentityRecipients returns the public keys of the identities that have
+// one (X25519 and hybrid identities do).
+func IdentityRecipients(ids []age.Identity) []age.Recipient {
+	var out []age.Recipient
+	for _, id := range ids {
+		switch i := id.(type) {
+		case *age.X25519Identity:
+			out = append(out, i.Recipient())
+		case *age.HybridIdentity:
+			out = append(out, i.Recipient())
+		}
+	}
+	return out
+}
+
+// Generate writes a new X25519 identity to path (mode 0600, parent
+// directories 0700) and returns its public key. It never overwrites an
+// existing file: snapshots encrypted to the old key would be lost.
+func Generate(path string) (recipient string, err error) {
+	if path == "" {
+		return "", errcode.New(errcode.InvalidInput, "no path for the new identity").WithHint("give one with --out FILE")
+	}
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		return "", errcode.Wrap(err, errcode.Internal, "cannot generate an age identity")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", errcode.Hinted(err, errcode.InvalidInput, "choose a writable place with --out FILE", "cannot create the directory of %s", path)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return "", errcode.New(errcode.InvalidInput, "%s already exists; not overwriting it", path).
+			WithHint("snapshots encrypted to that key need it to restore: keep it, or choose another file with --out FILE")
+	}
+	if err != nil {
+		return "", errcode.Hinted(err, errcode.InvalidInput, "choose a writable place with --out FILE", "cannot create %s", path)
+	}
+	rcpt := id.Recipient().String()
+	w := bufio.NewWriter(f)
+	fmt.Fprintf(w, "# created: %s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "# public key: %s\n", rcpt)
+	fmt.Fprintf(w, "%s\n", id.String())
+	err = w.Flush()
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return "", errcode.Hinted(err, errcode.Internal, "check the free space and retry", "cannot write %s", path)
+	}
+	return rcpt, nil
+}
+
+// Encrypt returns a writer that encrypts to rs what is written to it and
+// writes the ciphertext to w. Close it to write the final chunk; it does not
+// close w.
+func Encrypt(w io.Writer, rs []age.Recipient) (io.WriteCloser, error) {
+	if len(rs) == 0 {
+		return nil, errcode.New(errcode.InvalidInput, "no age recipients to encrypt to").WithHint("%s", recipientsHint)
+	}
+	wc, err := age.Encrypt(w, rs...)
+	if err != nil {
+		return nil, errcode.Hinted(err, errcode.InvalidInput, recipientsHint, "cannot start age encryption")
+	}
+	return wc, nil
+}
+
+// Decrypt reads the age header from r with ids and returns a reader of the
+// plaintext. Authentication happens chunk by chunk as the reader is read:
+// tampering or truncation surfaces as a DecryptFailed error from Read, so a
+// caller must read to EOF before trusting (or swapping in) what it got.
+func Decrypt(r io.Reader, ids []age.Identity) (io.Reader, error) {
+	if len(ids) == 0 {
+		return nil, errcode.New(errcode.DecryptFailed, "the snapshot is encrypted and no age identity was given").
+			WithHint("%s", identityHint)
+	}
+	src := &srcReader{r: r}
+	pr, err := age.Decrypt(src, ids...)
+	if err != nil {
+		return nil, src.classify(err, true)
+	}
+	return &plainReader{r: pr, src: src}, nil
+}
+
+// srcReader remembers the last error of the ciphertext source so that a
+// store failure is not mistaken for tampering.
+type srcReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *srcReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		s.err = err
+	}
+	return n, err
+}
+
+func (s *srcReader) classify(err error, header bool) error {
+	if s.err != nil && errors.Is(err, s.err) {
+		// The source failed (a store going away, a cancelled context):
+		// not a key or tampering problem; keep the source's own error.
+		return s.err
+	}
+	var nomatch *age.NoIdentityMatchError
+	switch {
+	case errors.As(err, &nomatch):
+		return errcode.Hinted(err, errcode.DecryptFailed, identityHint, "the snapshot was encrypted to another key")
+	case header:
+		return errcode.Hinted(err, errcode.DecryptFailed,
+			"the snapshot's encryption header is damaged or it is not an age file; restore another snapshot (director profile snapshots NAME)",
+			"cannot decrypt the snapshot")
+	default:
+		return errcode.Hinted(err, errcode.DecryptFailed,
+			"the encrypted snapshot was modified or truncated in the store; restore another snapshot (director profile snapshots NAME)",
+			"the encrypted snapshot is damaged")
+	}
+}
+
+// plainReader codes every error of age's STREAM reader.
+type plainReader struct {
+	r   io.Reader
+	src *srcReader
+}
+
+func (p *plainReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if err != nil && err != io.EOF {
+		err = p.src.classify(err, false)
+	}
+	return n, err
+}
