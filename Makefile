@@ -1,0 +1,49 @@
+# director: build, test, benchmark, demo. `make help` lists the targets.
+GO        ?= go
+BIN       ?= bin/director
+RACE_PKGS ?= ./catalog/... ./storage/... ./profiles/... ./session/... ./snapshot/... ./launcher/...
+export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
+
+.PHONY: help build test test-race lint bench demo deps clean fuzz
+
+help:
+	@echo "make build   build $(BIN)"
+	@echo "make test    lint, all tests (real Chromium, real S3 server, real SQLite), race tests"
+	@echo "make bench   benchmarks against tar czf / tar -I zstd, S3 and workflow overhead"
+	@echo "make demo    install what is missing, build, and run the whole story on a local demo site"
+	@echo "make fuzz    run each fuzz target for FUZZTIME (default 30s)"
+
+build:
+	$(GO) build -o $(BIN) ./cmd/director
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+test: lint
+	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
+
+test-race:
+	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
+
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test ./snapshot/ -run '^$$' -fuzz '^FuzzRestore$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./snapshot/ -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME)
+
+bench: deps
+	$(GO) run ./bench
+	$(GO) run ./bench_workflow
+	$(GO) test -run '^$$' -bench . -benchmem ./snapshot/ ./encrypt/
+
+# deps installs what the tests and the demo need on a Debian machine.
+deps:
+	@bash .ci/deps
+
+demo: deps build
+	@bash scripts/demo.sh $(BIN)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,485 @@
+package profiles
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"filippo.io/age"
+	"github.com/gofrs/flock"
+
+	"director/catalog"
+	"director/errcode"
+	"director/launcher"
+	"director/storage"
+)
+
+// DefaultMaxSize bounds an archive's size (the reference design's 500 MB cap).
+const DefaultMaxSize int64 = 500 << 20
+
+// DefaultLockWait is how long a CLI call waits for another one on the same
+// profile before it fails with profile_in_use.
+const DefaultLockWait = 10 * time.Second
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// ValidateName checks a profile name against ^[a-z0-9][a-z0-9._-]{0,62}$.
+func ValidateName(name string) error {
+	if !nameRE.MatchString(name) {
+		return errcode.New(errcode.InvalidInput, "invalid profile name %q", name).
+			WithHint("use 1-63 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	return nil
+}
+
+// Progress shows the progress of one long transfer. The CLI supplies a bar
+// on a terminal; nil means no progress.
+type Progress interface {
+	Reader(r io.Reader) io.Reader
+	Finish()
+}
+
+// Manager is the entry point of every profile use-case. Its zero value is
+// not usable: set at least Root, Store and Catalog.
+type Manager struct {
+	Root    string        // directory holding the profiles, <home>/browser-profiles
+	Store   storage.Store // where archives live
+	Catalog *catalog.DB   // snapshot metadata
+	Log     *slog.Logger  // nil discards
+
+	Recipients []age.Recipient // encrypt archives to these; empty means plaintext
+	Identities []age.Identity  // decrypt archives with these
+	// InsecureNoEncryption allows plaintext uploads to a remote store.
+	InsecureNoEncryption bool
+
+	LockWait time.Duration // 0 means DefaultLockWait; negative means fail fast
+	MaxSize  int64         // archive size bound; 0 means DefaultMaxSize
+
+	// NewProgress, when set, returns a progress display for a transfer of
+	// total bytes (-1 when unknown).
+	NewProgress func(label string, total int64) Progress
+	// ChromeVersion, when set, returns the version of the Chrome that will
+	// open restored profiles; restore refuses a snapshot written by a newer
+	// Chrome unless forced (Chrome's downgrade handling can wipe the profile).
+	ChromeVersion func(ctx context.Context) (string, error)
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+func (m *Manager) log() *slog.Logger {
+	if m.Log == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return m.Log
+}
+
+func (m *Manager) now() time.Time {
+	if m.Now != nil {
+		return m.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (m *Manager) maxSize() int64 {
+	if m.MaxSize > 0 {
+		return m.MaxSize
+	}
+	return DefaultMaxSize
+}
+
+func (m *Manager) progress(label string, total int64) Progress {
+	if m.NewProgress == nil {
+		return nil
+	}
+	return m.NewProgress(label, total)
+}
+
+// Dir returns the profile's user-data-dir.
+func (m *Manager) Dir(name string) string { return filepath.Join(m.Root, name) }
+
+func (m *Manager) ensureRoot() error {
+	if err := os.MkdirAll(m.Root, 0o700); err != nil {
+		return errcode.Wrap(err, errcode.Internal, "creating profile root %s", m.Root)
+	}
+	return nil
+}
+
+// Create makes an empty profile directory (0700).
+func (m *Manager) Create(ctx context.Context, name string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if err := m.ensureRoot(); err != nil {
+		return err
+	}
+	dir := m.Dir(name)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return errcode.New(errcode.InvalidInput, "profile %q already exists at %s", name, dir).
+				WithHint("open it with `director profile open %s`, or pick another name", name)
+		}
+		return errcode.Wrap(err, errcode.Internal, "creating profile %q", name)
+	}
+	return m.Catalog.TouchProfile(ctx, name, m.now())
+}
+
+// requireDir returns profile_not_found when the profile has no directory.
+func (m *Manager) requireDir(name string) error {
+	st, err := os.Stat(m.Dir(name))
+	if err == nil && st.IsDir() {
+		return nil
+	}
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return errcode.New(errcode.ProfileNotFound, "profile %q does not exist", name).
+			WithHint("create it with `director profile create %s` or restore it with `director profile restore %s latest`", name, name)
+	}
+	return errcode.Wrap(err, errcode.Internal, "reading profile %q", name)
+}
+
+// Lock is a held profile lock.
+type Lock struct {
+	name string
+	fl   *flock.Flock
+}
+
+// Name is the locked profile.
+func (l *Lock) Name() string { return l.name }
+
+// Unlock releases the lock; it is safe to call more than once.
+func (l *Lock) Unlock() {
+	if l != nil && l.fl != nil {
+		_ = l.fl.Unlock()
+	}
+}
+
+// Lock takes the profile's exclusive lock, waiting up to wait (0 means the
+// Manager's LockWait; negative fails fast). The lock file lives beside the
+// profile, so that it survives a restore's directory swap.
+func (m *Manager) Lock(ctx context.Context, name string, wait time.Duration) (*Lock, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	if err := m.ensureRoot(); err != nil {
+		return nil, err
+	}
+	if wait == 0 {
+		wait = m.LockWait
+		if wait == 0 {
+			wait = DefaultLockWait
+		}
+	}
+	path := filepath.Join(m.Root, "."+name+".lock")
+	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o600))
+	var ok bool
+	var err error
+	if wait < 0 {
+		ok, err = fl.TryLock()
+	} else {
+		lctx, cancel := context.WithTimeout(ctx, wait)
+		ok, err = fl.TryLockContext(lctx, 50*time.Millisecond)
+		cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return nil, errcode.Wrap(err, errcode.Internal, "locking profile %q", name)
+	}
+	if !ok {
+		return nil, errcode.New(errcode.ProfileInUse, "profile %q is in use by another director command", name).
+			WithHint("wait for the other snapshot, restore or run on %s to finish, then retry", name)
+	}
+	return &Lock{name: name, fl: fl}, nil
+}
+
+// lockFor returns held when it locks name, or takes a fresh lock.
+func (m *Manager) lockFor(ctx context.Context, name string, held *Lock) (*Lock, func(), error) {
+	if held != nil {
+		if held.name != name {
+			return nil, nil, errcode.New(errcode.Internal, "lock for %q used for %q", held.name, name)
+		}
+		return held, func() {}, nil
+	}
+	l, err := m.Lock(ctx, name, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, l.Unlock, nil
+}
+
+// refuseIfRunning fails with profile_in_use when Chrome runs on the profile,
+// and removes stale runtime files otherwise.
+func (m *Manager) refuseIfRunning(name string) error {
+	dir := m.Dir(name)
+	info, inUse, err := launcher.ProfileInUse(dir)
+	if err != nil {
+		return errcode.Wrap(err, errcode.Internal, "checking whether Chrome runs on %q", name)
+	}
+	if inUse {
+		return errcode.New(errcode.ProfileInUse, "Chrome is running on profile %q (%s)", name, info.Reason).
+			WithHint("close that Chrome window (or let `director profile open` / `director run` finish), then retry")
+	}
+	removed, err := launcher.CleanRuntimeFiles(dir)
+	if err != nil {
+		return errcode.Wrap(err, errcode.Internal, "removing stale Chrome runtime files from %q", name)
+	}
+	if len(removed) > 0 {
+		m.log().Info("removed stale Chrome runtime files", "profile", name, "files", removed)
+	}
+	return nil
+}
+
+// Info describes a local profile.
+type Info struct {
+	Name           string     `json:"name"`
+	Path           string     `json:"path"`
+	SizeBytes      int64      `json:"size_bytes"`
+	InUse          bool       `json:"in_use"`
+	InUseBy        string     `json:"in_use_by,omitempty"`
+	LastSnapshot   string     `json:"last_snapshot,omitempty"`
+	LastSnapshotAt *time.Time `json:"last_snapshot_at,omitempty"`
+}
+
+// List describes every local profile, sorted by name.
+func (m *Manager) List(ctx context.Context) ([]Info, error) {
+	entries, err := os.ReadDir(m.Root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []Info{}, nil
+	}
+	if err != nil {
+		return nil, errcode.Wrap(err, errcode.Internal, "reading %s", m.Root)
+	}
+	out := []Info{}
+	for _, e := range entries {
+		if !e.IsDir() || ValidateName(e.Name()) != nil {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		in := Info{Name: e.Name(), Path: m.Dir(e.Name())}
+		in.SizeBytes = dirSize(in.Path)
+		if li, inUse, err := launcher.ProfileInUse(in.Path); err == nil && inUse {
+			in.InUse, in.InUseBy = true, li.Reason
+		} else if l, err := m.Lock(ctx, in.Name, -1); err != nil {
+			in.InUse, in.InUseBy = true, "another director command"
+		} else {
+			l.Unlock()
+		}
+		if s, err := m.Catalog.LatestSnapshot(ctx, in.Name); err == nil {
+			in.LastSnapshot = s.ID
+			at := s.CreatedAt
+			in.LastSnapshotAt = &at
+		} else if errcode.Of(err) != errcode.SnapshotNotFound {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+func dirSize(dir string) int64 {
+	var total int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				total += fi.Size()
+			}
+		}
+		return nil
+	})
+	return total
+}
+
+// DeleteResult reports what Delete removed.
+type DeleteResult struct {
+	Profile          string   `json:"profile"`
+	RemovedDir       bool     `json:"removed_dir"`
+	DeletedSnapshots []string `json:"deleted_snapshots,omitempty"`
+}
+
+// Delete removes a local profile and, with withSnapshots, its snapshots in
+// the store and the catalog. It refuses a profile Chrome runs on.
+func (m *Manager) Delete(ctx context.Context, name string, withSnapshots bool) (*DeleteResult, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	lock, unlock, err := m.lockFor(ctx, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	_ = lock
+	res := &DeleteResult{Profile: name}
+	dir := m.Dir(name)
+	if _, err := os.Lstat(dir); err == nil {
+		if err := m.refuseIfRunning(name); err != nil {
+			return nil, err
+		}
+		// Rename first so a crash midway never leaves a half-deleted profile
+		// under the real name.
+		trash := filepath.Join(m.Root, fmt.Sprintf(".%s.deleted-%s", name, randomSuffix(6)))
+		if err := os.Rename(dir, trash); err != nil {
+			return nil, errcode.Wrap(err, errcode.Internal, "deleting profile %q", name)
+		}
+		if err := os.RemoveAll(trash); err != nil {
+			return nil, errcode.Wrap(err, errcode.Internal, "removing %s", trash)
+		}
+		res.RemovedDir = true
+	} else if !withSnapshots {
+		return nil, m.requireDir(name)
+	}
+	if withSnapshots {
+		snaps, err := m.Catalog.ListSnapshots(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range snaps {
+			if err := m.deleteSnapshot(ctx, s); err != nil {
+				return res, err
+			}
+			res.DeletedSnapshots = append(res.DeletedSnapshots, s.ID)
+		}
+	}
+	if err := m.Catalog.DeleteProfile(ctx, name); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// deleteSnapshot removes the catalog row first, then the objects, so the
+// catalog never points at a missing object.
+func (m *Manager) deleteSnapshot(ctx context.Context, s catalog.Snapshot) error {
+	if err := m.Catalog.DeleteSnapshot(ctx, s.ID); err != nil {
+		return err
+	}
+	for _, key := range []string{s.ManifestKey, s.ObjectKey} {
+		if key == "" {
+			continue
+		}
+		if err := m.Store.Delete(ctx, key); err != nil {
+			return errcode.Wrap(err, errcode.Of(err), "deleting %s from %s (its catalog row is already gone; `director catalog rebuild` would bring it back)", key, m.Store)
+		}
+	}
+	return nil
+}
+
+// Snapshots lists the catalog's snapshots of a profile ("" for all), newest first.
+func (m *Manager) Snapshots(ctx context.Context, name string) ([]catalog.Snapshot, error) {
+	if name != "" {
+		if err := ValidateName(name); err != nil {
+			return nil, err
+		}
+	}
+	return m.Catalog.ListSnapshots(ctx, name)
+}
+
+// PruneResult reports what Prune kept and deleted.
+type PruneResult struct {
+	Profile string   `json:"profile"`
+	Kept    []string `json:"kept"`
+	Deleted []string `json:"deleted"`
+}
+
+// Prune deletes a profile's snapshots beyond the newest keepLast, except
+// those younger than keepWithin (when non-zero). It never deletes the newest
+// snapshot.
+func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWithin time.Duration) (*PruneResult, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	if keepLast < 1 {
+		keepLast = 1
+	}
+	_, unlock, err := m.lockFor(ctx, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	snaps, err := m.Catalog.ListSnapshots(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	res := &PruneResult{Profile: name, Kept: []string{}, Deleted: []string{}}
+	now := m.now()
+	for i, s := range snaps {
+		if i < keepLast || (keepWithin > 0 && now.Sub(s.CreatedAt) < keepWithin) {
+			res.Kept = append(res.Kept, s.ID)
+			continue
+		}
+		if err := m.deleteSnapshot(ctx, s); err != nil {
+			return res, err
+		}
+		res.Deleted = append(res.Deleted, s.ID)
+	}
+	return res, nil
+}
+
+// newID returns "<profile>-<UTC timestamp>-<short random>".
+func (m *Manager) newID(name string) string {
+	return name + "-" + m.now().Format("20060102T150405Z") + "-" + randomSuffix(4)
+}
+
+const idAlphabet = "abcdefghijklmnopqrstuvwxyz234567"
+
+func randomSuffix(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	for i := range b {
+		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
+	}
+	return string(b)
+}
+
+// objectKeys returns the archive and manifest keys of a snapshot id.
+func objectKeys(profile, id string, encrypted bool) (archive, manifest string) {
+	archive = profile + "/" + id + ".tar.zst"
+	manifest = profile + "/" + id + ".manifest.json"
+	if encrypted {
+		archive += ".age"
+		manifest += ".age"
+	}
+	return archive, manifest
+}
+
+// parseManifestKey recognises "<profile>/<id>.manifest.json[.age]".
+func parseManifestKey(key string) (profile, id string, encrypted, ok bool) {
+	profile, base, found := strings.Cut(key, "/")
+	if !found || strings.Contains(base, "/") || ValidateName(profile) != nil {
+		return "", "", false, false
+	}
+	if strings.HasSuffix(base, ".age") {
+		encrypted = true
+		base = strings.TrimSuffix(base, ".age")
+	}
+	id, found = strings.CutSuffix(base, ".manifest.json")
+	if !found || !strings.HasPrefix(id, profile+"-") {
+		return "", "", false, false
+	}
+	return profile, id, encrypted, true
+}
+
+// sortNewestFirst orders snapshots by creation time, then id.
+func sortNewestFirst(s []catalog.Snapshot) {
+	sort.Slice(s, func(i, j int) bool {
+		if !s[i].CreatedAt.Equal(s[j].CreatedAt) {
+			return s[i].CreatedAt.After(s[j].CreatedAt)
+		}
+		return s[i].ID > s[j].ID
+	})
+}

@@ -1,0 +1,629 @@
+package profiles
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+
+	"director/catalog"
+	"director/errcode"
+	"director/storage"
+)
+
+// newTestManager builds a Manager on a temp home with a file store and a
+// real SQLite catalog.
+func newTestManager(t *testing.T) *Manager {
+	t.Helper()
+	home := t.TempDir()
+	ctx := context.Background()
+	st, err := storage.Open(ctx, "file://"+filepath.Join(home, "snapshots"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Open(ctx, filepath.Join(home, "director.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	return &Manager{Root: filepath.Join(home, "browser-profiles"), Store: st, Catalog: cat, LockWait: 200 * time.Millisecond}
+}
+
+// writeProfile fills a profile with a small Chrome-like tree and returns
+// its files' contents by relative path.
+func writeProfile(t *testing.T, dir, marker string) map[string]string {
+	t.Helper()
+	files := map[string]string{
+		"Local State":                              `{"marker":"` + marker + `"}`,
+		"Last Version":                             "120.0.6099.71",
+		"Default/Preferences":                      `{"profile":{"name":"` + marker + `"}}`,
+		"Default/Network/Cookies":                  "cookie-db-" + marker,
+		"Default/Local Storage/leveldb/000003.log": strings.Repeat("ls-"+marker, 500),
+		"Default/IndexedDB/http_127.0.0.1_0.indexeddb.leveldb/CURRENT": "MANIFEST-000001\n",
+		"Default/Cache/Cache_Data/data_0":                              "cache that must not be archived",
+	}
+	for rel, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	delete(files, "Default/Cache/Cache_Data/data_0")
+	return files
+}
+
+// readTree returns the regular files under dir by relative path.
+func readTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, p)
+			out[filepath.ToSlash(rel)] = string(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameTree(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("tree has %d files, want %d: %v", len(got), len(want), keys(got))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("file %q differs after restore", k)
+		}
+	}
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestSnapshotRestoreRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	want := writeProfile(t, m.Dir("work"), "v1")
+	res, err := m.Snapshot(ctx, "work", SnapshotOptions{Note: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.ID, "work-") || res.FileCount == 0 || res.ArchiveSize == 0 || res.ChromeVersion != "120.0.6099.71" {
+		t.Fatalf("unexpected result %+v", res)
+	}
+	row, err := m.Catalog.GetSnapshot(ctx, res.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.ObjectKey != "work/"+res.ID+".tar.zst" || row.Note != "first" || row.ArchiveSHA256 != res.ArchiveSHA256 {
+		t.Fatalf("catalog row %+v does not match %+v", row, res)
+	}
+	// Archives are 0600 in the file store.
+	st, err := os.Stat(filepath.Join(filepath.Dir(m.Root), "snapshots", "work", res.ID+".tar.zst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("archive mode %v, want 0600", st.Mode().Perm())
+	}
+
+	// Wipe the profile and restore it.
+	if _, err := m.Delete(ctx, "work", false); err != nil {
+		t.Fatal(err)
+	}
+	rr, err := m.Restore(ctx, "work", "latest", RestoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr.ID != res.ID || !rr.Created {
+		t.Errorf("restore result %+v", rr)
+	}
+	sameTree(t, readTree(t, m.Dir("work")), want)
+	if st, _ := os.Stat(m.Dir("work")); st.Mode().Perm() != 0o700 {
+		t.Errorf("restored profile mode %v, want 0700", st.Mode().Perm())
+	}
+
+	v, err := m.Verify(ctx, "work", res.ID)
+	if err != nil || !v.OK {
+		t.Fatalf("verify: %v %+v", err, v)
+	}
+}
+
+func TestRestoreOverExistingProfileAndByID(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	v1 := writeProfile(t, m.Dir("p"), "v1")
+	s1, err := m.Snapshot(ctx, "p", SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := writeProfile(t, m.Dir("p"), "v2")
+	if _, err := m.Snapshot(ctx, "p", SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("p"), "v3-unsaved")
+	if _, err := m.Restore(ctx, "p", s1.ID, RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, readTree(t, m.Dir("p")), v1)
+	if _, err := m.Restore(ctx, "p", "latest", RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, readTree(t, m.Dir("p")), v2)
+	// No temp or old dirs are left beside the profile.
+	entries, _ := os.ReadDir(m.Root)
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "p" {
+			t.Errorf("leftover %s in the profile root", e.Name())
+		}
+	}
+}
+
+func TestRestoreFromLocalArchiveAndHostileArchiveLeavesProfile(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	want := writeProfile(t, m.Dir("a"), "keep")
+	res, err := m.Snapshot(ctx, "a", SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(filepath.Dir(m.Root), "snapshots", filepath.FromSlash(res.ObjectKey))
+
+	// A copy with one flipped byte near the end: restore must fail and the
+	// profile must be exactly as it was.
+	b, err := os.ReadFile(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := bytes.Clone(b)
+	bad[len(bad)/2] ^= 0x40
+	badPath := filepath.Join(t.TempDir(), "bad.tar.zst")
+	if err := os.WriteFile(badPath, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("a"), "current")
+	current := readTree(t, m.Dir("a"))
+	_, err = m.Restore(ctx, "a", "", RestoreOptions{Archive: badPath})
+	if c := errcode.Of(err); c != errcode.SnapshotCorrupt && c != errcode.UnsafeArchive {
+		t.Fatalf("restore of a damaged archive: err %v (code %s), want snapshot_corrupt or unsafe_archive", err, c)
+	}
+	sameTree(t, readTree(t, m.Dir("a")), current)
+
+	// The intact archive restores with no catalog row at all, into a new profile.
+	if _, err := m.Restore(ctx, "b", "", RestoreOptions{Archive: archive}); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, readTree(t, m.Dir("b")), want)
+}
+
+func TestStoredArchiveTamperingIsDetected(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("t"), "x")
+	res, err := m.Snapshot(ctx, "t", SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := readTree(t, m.Dir("t"))
+	// Append garbage: the tar stream still extracts, but the archive hash no
+	// longer matches the catalog.
+	archive := filepath.Join(filepath.Dir(m.Root), "snapshots", filepath.FromSlash(res.ObjectKey))
+	f, err := os.OpenFile(archive, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("trailing junk"))
+	f.Close()
+	if _, err := m.Restore(ctx, "t", res.ID, RestoreOptions{}); errcode.Of(err) != errcode.SnapshotCorrupt {
+		t.Fatalf("restore: %v, want snapshot_corrupt", err)
+	}
+	sameTree(t, readTree(t, m.Dir("t")), before)
+	if _, err := m.Verify(ctx, "t", res.ID); errcode.Of(err) != errcode.SnapshotCorrupt {
+		t.Fatalf("verify: %v, want snapshot_corrupt", err)
+	}
+}
+
+func TestErrorsHaveCodes(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	tests := []struct {
+		name string
+		run  func() error
+		code errcode.Code
+	}{
+		{"bad name", func() error { return m.Create(ctx, "Bad Name") }, errcode.InvalidInput},
+		{"name too long", func() error { return m.Create(ctx, strings.Repeat("a", 64)) }, errcode.InvalidInput},
+		{"snapshot missing profile", func() error { _, err := m.Snapshot(ctx, "nope", SnapshotOptions{}); return err }, errcode.ProfileNotFound},
+		{"restore without snapshots", func() error { _, err := m.Restore(ctx, "nope", "latest", RestoreOptions{}); return err }, errcode.SnapshotNotFound},
+		{"restore unknown id", func() error {
+			_, err := m.Restore(ctx, "nope", "nope-20200101T000000Z-aaaa", RestoreOptions{})
+			return err
+		}, errcode.SnapshotNotFound},
+		{"delete missing", func() error { _, err := m.Delete(ctx, "nope", false); return err }, errcode.ProfileNotFound},
+		{"archive missing", func() error {
+			_, err := m.Restore(ctx, "x", "", RestoreOptions{Archive: "/nonexistent.tar.zst"})
+			return err
+		}, errcode.SnapshotNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.run()
+			if errcode.Of(err) != tt.code {
+				t.Fatalf("err %v has code %s, want %s", err, errcode.Of(err), tt.code)
+			}
+			if errcode.HintOf(err) == "" {
+				t.Errorf("error %v has no hint", err)
+			}
+		})
+	}
+}
+
+func TestLockMakesSecondCallFail(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "l"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("l"), "x")
+	l, err := m.Lock(ctx, "l", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Snapshot(ctx, "l", SnapshotOptions{}); errcode.Of(err) != errcode.ProfileInUse {
+		t.Fatalf("snapshot under a held lock: %v, want profile_in_use", err)
+	}
+	if _, err := m.Lock(ctx, "l", -1); errcode.Of(err) != errcode.ProfileInUse {
+		t.Fatalf("second lock: %v", err)
+	}
+	// The holder may still snapshot with its lock.
+	if _, err := m.Snapshot(ctx, "l", SnapshotOptions{Lock: l}); err != nil {
+		t.Fatal(err)
+	}
+	l.Unlock()
+	if _, err := m.Snapshot(ctx, "l", SnapshotOptions{}); err != nil {
+		t.Fatalf("after unlock: %v", err)
+	}
+}
+
+func TestConcurrentSnapshotsOfOneProfile(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	m.LockWait = 30 * time.Second
+	if err := m.Create(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("c"), "x")
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = m.Snapshot(ctx, "c", SnapshotOptions{Note: strconv.Itoa(i)})
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	snaps, err := m.Snapshots(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != 4 {
+		t.Fatalf("%d snapshots, want 4", len(snaps))
+	}
+	for _, s := range snaps {
+		if _, err := m.Verify(ctx, "c", s.ID); err != nil {
+			t.Errorf("verify %s: %v", s.ID, err)
+		}
+	}
+}
+
+func TestRefusesProfileChromeRunsOn(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "live"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("live"), "x")
+	host, _ := os.Hostname()
+	// A SingletonLock naming this host and a live pid (this test's own) is
+	// what Chrome leaves while it runs.
+	if err := os.Symlink(fmt.Sprintf("%s-%d", host, os.Getpid()), filepath.Join(m.Dir("live"), "SingletonLock")); err != nil {
+		t.Fatal(err)
+	}
+	before := readTree(t, m.Dir("live"))
+	if _, err := m.Snapshot(ctx, "live", SnapshotOptions{}); errcode.Of(err) != errcode.ProfileInUse {
+		t.Fatalf("snapshot: %v, want profile_in_use", err)
+	}
+	if _, err := m.Restore(ctx, "live", "latest", RestoreOptions{}); errcode.Of(err) != errcode.ProfileInUse {
+		t.Fatalf("restore: %v, want profile_in_use", err)
+	}
+	if _, err := m.Delete(ctx, "live", false); errcode.Of(err) != errcode.ProfileInUse {
+		t.Fatalf("delete: %v, want profile_in_use", err)
+	}
+	sameTree(t, readTree(t, m.Dir("live")), before)
+
+	// A stale lock (a dead pid) is removed and never archived.
+	os.Remove(filepath.Join(m.Dir("live"), "SingletonLock"))
+	if err := os.Symlink(host+"-2147483646", filepath.Join(m.Dir("live"), "SingletonLock")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Snapshot(ctx, "live", SnapshotOptions{})
+	if err != nil {
+		t.Fatalf("snapshot with a stale lock: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(m.Dir("live"), "SingletonLock")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("stale SingletonLock still there: %v", err)
+	}
+	if res.FileCount != len(before)-1 { // all but the cache file
+		t.Errorf("snapshot has %d files, want %d", res.FileCount, len(before)-1)
+	}
+}
+
+func TestPruneNeverDeletesNewest(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m.Now = func() time.Time { return clock }
+	if err := m.Create(ctx, "pr"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("pr"), "x")
+	var ids []string
+	for i := 0; i < 5; i++ {
+		clock = clock.Add(24 * time.Hour)
+		res, err := m.Snapshot(ctx, "pr", SnapshotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.ID)
+	}
+	// keep-within 36h keeps the newest two (day 5 and day 4).
+	res, err := m.Prune(ctx, "pr", 1, 36*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Kept) != 2 || len(res.Deleted) != 3 {
+		t.Fatalf("prune: %+v", res)
+	}
+	snaps, _ := m.Snapshots(ctx, "pr")
+	if len(snaps) != 2 || snaps[0].ID != ids[4] {
+		t.Fatalf("after prune: %+v", snaps)
+	}
+	objs, _ := m.Store.List(ctx, "pr/")
+	if len(objs) != 4 { // 2 archives + 2 manifests
+		t.Errorf("store has %d objects after prune, want 4", len(objs))
+	}
+	// keep-last 0 is raised to 1: the newest survives.
+	if _, err := m.Prune(ctx, "pr", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	snaps, _ = m.Snapshots(ctx, "pr")
+	if len(snaps) != 1 || snaps[0].ID != ids[4] {
+		t.Fatalf("newest did not survive: %+v", snaps)
+	}
+}
+
+func TestRebuildAndLatestFromStoreOnSecondMachine(t *testing.T) {
+	ctx := context.Background()
+	a := newTestManager(t)
+	if err := a.Create(ctx, "shared"); err != nil {
+		t.Fatal(err)
+	}
+	want := writeProfile(t, a.Dir("shared"), "from-a")
+	res, err := a.Snapshot(ctx, "shared", SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Machine B: same store, its own empty catalog and profile root.
+	b := newTestManager(t)
+	b.Store = a.Store
+	got, err := b.Restore(ctx, "shared", "latest", RestoreOptions{})
+	if err != nil {
+		t.Fatalf("restore latest on a machine whose catalog is empty: %v", err)
+	}
+	if got.ID != res.ID {
+		t.Fatalf("restored %s, want %s", got.ID, res.ID)
+	}
+	sameTree(t, readTree(t, b.Dir("shared")), want)
+
+	// A lost catalog: rebuild brings the rows back.
+	c := newTestManager(t)
+	c.Store = a.Store
+	rb, err := c.Rebuild(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rb.Added) != 1 || rb.Added[0] != res.ID {
+		t.Fatalf("rebuild: %+v", rb)
+	}
+	row, err := c.Catalog.GetSnapshot(ctx, res.ID)
+	if err != nil || row.ArchiveSHA256 != res.ArchiveSHA256 {
+		t.Fatalf("rebuilt row %+v, %v", row, err)
+	}
+	// An archive deleted behind the catalog's back: rebuild drops its row.
+	if err := a.Store.Delete(ctx, res.ObjectKey); err != nil {
+		t.Fatal(err)
+	}
+	rb, err = c.Rebuild(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rb.Removed) != 1 {
+		t.Fatalf("rebuild after delete: %+v", rb)
+	}
+}
+
+func TestEncryptedSnapshots(t *testing.T) {
+	ctx := context.Background()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := age.GenerateX25519Identity()
+	m := newTestManager(t)
+	m.Recipients = []age.Recipient{id.Recipient()}
+	if err := m.Create(ctx, "enc"); err != nil {
+		t.Fatal(err)
+	}
+	want := writeProfile(t, m.Dir("enc"), "secret-cookie")
+	res, err := m.Snapshot(ctx, "enc", SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Encrypted || !strings.HasSuffix(res.ObjectKey, ".tar.zst.age") {
+		t.Fatalf("not encrypted: %+v", res)
+	}
+	// Nothing of the profile is readable in the store.
+	for _, key := range []string{res.ObjectKey, res.ManifestKey} {
+		rc, _, err := m.Store.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		if bytes.Contains(b, []byte("secret-cookie")) || bytes.Contains(b, []byte("Cookies")) {
+			t.Errorf("%s leaks plaintext", key)
+		}
+	}
+	// A recipients-only host cannot restore: decrypt_failed, profile untouched.
+	before := readTree(t, m.Dir("enc"))
+	if _, err := m.Restore(ctx, "enc", "latest", RestoreOptions{}); errcode.Of(err) != errcode.DecryptFailed {
+		t.Fatalf("restore without identity: %v, want decrypt_failed", err)
+	}
+	m.Identities = []age.Identity{other}
+	if _, err := m.Restore(ctx, "enc", "latest", RestoreOptions{}); errcode.Of(err) != errcode.DecryptFailed {
+		t.Fatalf("restore with the wrong identity: %v, want decrypt_failed", err)
+	}
+	sameTree(t, readTree(t, m.Dir("enc")), before)
+	m.Identities = []age.Identity{id}
+	os.RemoveAll(m.Dir("enc"))
+	if _, err := m.Restore(ctx, "enc", "latest", RestoreOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, readTree(t, m.Dir("enc")), want)
+	if _, err := m.Verify(ctx, "enc", "latest"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// failingStore fails every Put after n bytes, like a store that goes down
+// midway through an upload.
+type failingStore struct {
+	storage.Store
+	after int64
+}
+
+func (f failingStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	return f.Store.Put(ctx, key, &failAfter{r: r, n: f.after}, size)
+}
+
+type failAfter struct {
+	r io.Reader
+	n int64
+}
+
+func (f *failAfter) Read(p []byte) (int, error) {
+	if f.n <= 0 {
+		return 0, errcode.New(errcode.StorageUnavailable, "injected failure")
+	}
+	if int64(len(p)) > f.n {
+		p = p[:f.n]
+	}
+	n, err := f.r.Read(p)
+	f.n -= int64(n)
+	return n, err
+}
+
+func TestFailedUploadLeavesNoRowAndNoObject(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "f"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("f"), "x")
+	real := m.Store
+	m.Store = failingStore{Store: real, after: 100}
+	if _, err := m.Snapshot(ctx, "f", SnapshotOptions{}); err == nil {
+		t.Fatal("snapshot through a failing store succeeded")
+	}
+	snaps, _ := m.Snapshots(ctx, "f")
+	objs, _ := real.List(ctx, "f/")
+	if len(snaps) != 0 || len(objs) != 0 {
+		t.Fatalf("failed snapshot left %d rows and %d objects", len(snaps), len(objs))
+	}
+	m.Store = real
+	if _, err := m.Snapshot(ctx, "f", SnapshotOptions{}); err != nil {
+		t.Fatalf("the same snapshot after the store recovers: %v", err)
+	}
+}
+
+func TestMaxSizeEnforcedWhileStreaming(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	m.MaxSize = 1024
+	if err := m.Create(ctx, "big"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("big"), "x")
+	// Incompressible content well over the bound.
+	rnd := make([]byte, 64<<10)
+	for i := range rnd {
+		rnd[i] = byte(i*7919 ^ i>>3)
+	}
+	os.WriteFile(filepath.Join(m.Dir("big"), "Default", "blob"), rnd, 0o600)
+	_, err := m.Snapshot(ctx, "big", SnapshotOptions{})
+	if err == nil {
+		t.Fatal("snapshot over --max-size succeeded")
+	}
+	objs, _ := m.Store.List(ctx, "big/")
+	if len(objs) != 0 {
+		t.Fatalf("oversized snapshot left %d objects", len(objs))
+	}
+}

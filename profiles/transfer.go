@@ -1,0 +1,612 @@
+package profiles
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"director/catalog"
+	"director/encrypt"
+	"director/errcode"
+	"director/snapshot"
+	"director/storage"
+)
+
+// SnapshotOptions tune one snapshot.
+type SnapshotOptions struct {
+	Note     string
+	Excludes []string // nil means snapshot.DefaultExcludes()
+	Includes []string // globs re-included despite the excludes
+	Lock     *Lock    // a lock the caller already holds on this profile
+}
+
+// SnapshotResult reports a stored snapshot.
+type SnapshotResult struct {
+	ID            string        `json:"id"`
+	Profile       string        `json:"profile"`
+	ObjectKey     string        `json:"object_key"`
+	ManifestKey   string        `json:"manifest_key"`
+	Store         string        `json:"store"`
+	ArchiveSize   int64         `json:"archive_size"`
+	ArchiveSHA256 string        `json:"archive_sha256"`
+	RawSize       int64         `json:"raw_size"`
+	FileCount     int           `json:"file_count"`
+	Encrypted     bool          `json:"encrypted"`
+	ChromeVersion string        `json:"chrome_version,omitempty"`
+	Duration      time.Duration `json:"duration_ns"`
+}
+
+func (m *Manager) encrypting() bool { return len(m.Recipients) > 0 }
+
+// Snapshot archives a profile into the store and records it in the catalog.
+// The catalog row is inserted only after the archive and its manifest are
+// stored; a failure removes what was stored.
+func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) (*SnapshotResult, error) {
+	start := time.Now()
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	_, unlock, err := m.lockFor(ctx, name, o.Lock)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := m.requireDir(name); err != nil {
+		return nil, err
+	}
+	if err := m.refuseIfRunning(name); err != nil {
+		return nil, err
+	}
+	if storage.IsRemote(m.Store) && !m.encrypting() && !m.InsecureNoEncryption {
+		return nil, errcode.New(errcode.InvalidInput, "refusing to upload an unencrypted profile to %s: archives hold live cookies", m.Store).
+			WithHint("set DIRECTOR_AGE_RECIPIENTS (create a key with `director key generate`), or pass --insecure-no-encryption")
+	}
+	host, _ := os.Hostname()
+	id := m.newID(name)
+	created := m.now()
+	archiveKey, manifestKey := objectKeys(name, id, m.encrypting())
+	excludes := o.Excludes
+	if excludes == nil {
+		excludes = snapshot.DefaultExcludes()
+	}
+
+	// Producer: tar -> zstd -> (age) into a pipe; consumer: the store.
+	pr, pw := io.Pipe()
+	made := make(chan *snapshot.Manifest, 1)
+	prodErr := make(chan error, 1)
+	go func() {
+		man, err := m.produce(ctx, pw, m.Dir(name), snapshot.CreateOptions{
+			ID: id, Profile: name, Note: o.Note, Host: host, CreatedAt: created,
+			Excludes: excludes, Includes: o.Includes,
+		})
+		pw.CloseWithError(err)
+		made <- man
+		prodErr <- err
+	}()
+	hr := newHashingReader(storage.MaxSize(pr, m.maxSize()))
+	var body io.Reader = hr
+	if p := m.progress("snapshot "+name, -1); p != nil {
+		body = p.Reader(body)
+		defer p.Finish()
+	}
+	putErr := m.Store.Put(ctx, archiveKey, body, -1)
+	if putErr != nil {
+		pr.CloseWithError(putErr)
+	}
+	man, pErr := <-made, <-prodErr
+	if pErr != nil || putErr != nil {
+		m.removeObjects(archiveKey)
+		if pErr != nil && !errors.Is(pErr, io.ErrClosedPipe) && (putErr == nil || errcode.Of(putErr) == errcode.Internal) {
+			return nil, fmt.Errorf("snapshot of %q: %w", name, pErr)
+		}
+		return nil, fmt.Errorf("snapshot of %q: storing %s: %w", name, archiveKey, putErr)
+	}
+	man.ArchiveKey = archiveKey
+	man.ArchiveSize = hr.n
+	man.ArchiveSHA256 = hr.sum()
+	man.Encrypted = m.encrypting()
+	if err := m.putManifest(ctx, manifestKey, man); err != nil {
+		m.removeObjects(archiveKey, manifestKey)
+		return nil, err
+	}
+	row := rowFromManifest(man, manifestKey)
+	if err := m.Catalog.InsertSnapshot(ctx, row); err != nil {
+		m.removeObjects(archiveKey, manifestKey)
+		return nil, err
+	}
+	_ = m.Catalog.TouchProfile(ctx, name, created)
+	m.log().Info("snapshot stored", "profile", name, "id", id, "bytes", hr.n, "files", man.FileCount)
+	return &SnapshotResult{
+		ID: id, Profile: name, ObjectKey: archiveKey, ManifestKey: manifestKey, Store: m.Store.String(),
+		ArchiveSize: hr.n, ArchiveSHA256: man.ArchiveSHA256, RawSize: man.RawSize, FileCount: man.FileCount,
+		Encrypted: man.Encrypted, ChromeVersion: man.ChromeVersion, Duration: time.Since(start),
+	}, nil
+}
+
+// produce writes the archive, encrypted when recipients are set.
+func (m *Manager) produce(ctx context.Context, w io.Writer, dir string, o snapshot.CreateOptions) (*snapshot.Manifest, error) {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var out io.Writer = bw
+	var enc io.WriteCloser
+	if m.encrypting() {
+		var err error
+		if enc, err = encrypt.Encrypt(bw, m.Recipients); err != nil {
+			return nil, err
+		}
+		out = enc
+	}
+	man, err := snapshot.Create(ctx, dir, out, o)
+	if err != nil {
+		return nil, err
+	}
+	if enc != nil {
+		if err := enc.Close(); err != nil {
+			return nil, errcode.Wrap(err, errcode.Internal, "finishing encryption")
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, err
+	}
+	return man, nil
+}
+
+// removeObjects deletes objects of a failed snapshot, best effort, with a
+// fresh context so that a cancelled command still cleans up.
+func (m *Manager) removeObjects(keys ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, k := range keys {
+		if err := m.Store.Delete(ctx, k); err != nil {
+			m.log().Warn("could not remove the object of a failed snapshot", "key", k, "err", err)
+		}
+	}
+}
+
+func (m *Manager) putManifest(ctx context.Context, key string, man *snapshot.Manifest) error {
+	b, err := json.MarshalIndent(man, "", "  ")
+	if err != nil {
+		return errcode.Wrap(err, errcode.Internal, "encoding manifest")
+	}
+	if m.encrypting() {
+		var buf bytes.Buffer
+		w, err := encrypt.Encrypt(&buf, m.Recipients)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return errcode.Wrap(err, errcode.Internal, "encrypting manifest")
+		}
+		if err := w.Close(); err != nil {
+			return errcode.Wrap(err, errcode.Internal, "encrypting manifest")
+		}
+		b = buf.Bytes()
+	}
+	if err := m.Store.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
+		return fmt.Errorf("storing manifest %s: %w", key, err)
+	}
+	return nil
+}
+
+// getManifest reads and parses a stored manifest.
+func (m *Manager) getManifest(ctx context.Context, key string) (*snapshot.Manifest, error) {
+	rc, _, err := m.Store.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var r io.Reader = io.LimitReader(rc, 64<<20)
+	if strings.HasSuffix(key, ".age") {
+		if r, err = encrypt.Decrypt(r, m.Identities); err != nil {
+			return nil, err
+		}
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		if c := errcode.Of(err); c != errcode.Internal {
+			return nil, err
+		}
+		return nil, errcode.Wrap(err, errcode.StorageUnavailable, "reading manifest %s", key)
+	}
+	man, err := snapshot.ParseManifest(b)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", key, err)
+	}
+	return man, nil
+}
+
+func rowFromManifest(man *snapshot.Manifest, manifestKey string) catalog.Snapshot {
+	return catalog.Snapshot{
+		ID: man.ID, Profile: man.Profile, ObjectKey: man.ArchiveKey, ManifestKey: manifestKey,
+		CreatedAt: man.CreatedAt, ArchiveSize: man.ArchiveSize, ArchiveSHA256: man.ArchiveSHA256,
+		RawSize: man.RawSize, FileCount: int64(man.FileCount), ChromeVersion: man.ChromeVersion,
+		Host: man.Host, OS: man.OS, Note: man.Note, Encrypted: man.Encrypted,
+	}
+}
+
+// RestoreOptions tune one restore.
+type RestoreOptions struct {
+	Archive string // restore from this local archive file instead of the store
+	Force   bool   // restore even a snapshot written by a newer Chrome
+	MaxSize int64  // archive size bound; 0 means the Manager's
+	Lock    *Lock  // a lock the caller already holds on this profile
+}
+
+// RestoreResult reports a restore.
+type RestoreResult struct {
+	Profile   string        `json:"profile"`
+	ID        string        `json:"id"`
+	Source    string        `json:"source"`
+	Path      string        `json:"path"`
+	FileCount int           `json:"file_count"`
+	RawSize   int64         `json:"raw_size"`
+	Created   bool          `json:"created"`
+	Duration  time.Duration `json:"duration_ns"`
+}
+
+// Restore replaces (or creates) a profile from a snapshot: ref is an id or
+// "latest" (also ""), or opts.Archive names a local archive file. The old
+// profile is untouched on every failure.
+func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOptions) (*RestoreResult, error) {
+	start := time.Now()
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	_, unlock, err := m.lockFor(ctx, name, o.Lock)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := m.refuseIfRunning(name); err != nil {
+		return nil, err
+	}
+	_, statErr := os.Stat(m.Dir(name))
+	res := &RestoreResult{Profile: name, Path: m.Dir(name), Created: statErr != nil}
+	maxSize := o.MaxSize
+	if maxSize <= 0 {
+		maxSize = m.maxSize()
+	}
+
+	var (
+		src       io.ReadCloser
+		size      int64 = -1
+		expectSHA string
+		encrypted bool
+	)
+	if o.Archive != "" {
+		f, err := os.Open(o.Archive)
+		if err != nil {
+			return nil, errcode.Hinted(err, errcode.SnapshotNotFound, "check the path given to --archive", "opening archive %s", o.Archive)
+		}
+		if st, err := f.Stat(); err == nil {
+			size = st.Size()
+		}
+		src, res.Source = f, o.Archive
+		head := make([]byte, 32)
+		n, _ := io.ReadFull(f, head)
+		encrypted = encrypt.IsEncrypted(head[:n])
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			f.Close()
+			return nil, errcode.Wrap(err, errcode.Internal, "reading %s", o.Archive)
+		}
+	} else {
+		row, err := m.resolve(ctx, name, ref)
+		if err != nil {
+			return nil, err
+		}
+		if row.ArchiveSize > maxSize {
+			return nil, errcode.New(errcode.UnsafeArchive, "snapshot %s is %d bytes, over the %d-byte limit", row.ID, row.ArchiveSize, maxSize).
+				WithHint("raise --max-size if you trust this snapshot")
+		}
+		rc, obj, err := m.Store.Get(ctx, row.ObjectKey)
+		if err != nil {
+			return nil, fmt.Errorf("fetching snapshot %s: %w", row.ID, err)
+		}
+		src, size, expectSHA, encrypted = rc, obj.Size, row.ArchiveSHA256, row.Encrypted
+		res.ID, res.Source = row.ID, m.Store.String()+"/"+row.ObjectKey
+	}
+	defer src.Close()
+	if size > maxSize {
+		return nil, errcode.New(errcode.UnsafeArchive, "archive is %d bytes, over the %d-byte limit", size, maxSize).
+			WithHint("raise --max-size if you trust this archive")
+	}
+
+	hr := newHashingReader(src)
+	var body io.Reader = hr
+	if p := m.progress("restore "+name, size); p != nil {
+		body = p.Reader(body)
+		defer p.Finish()
+	}
+	if encrypted {
+		if body, err = encrypt.Decrypt(body, m.Identities); err != nil {
+			return nil, err
+		}
+	}
+	man, err := snapshot.Restore(ctx, body, m.Dir(name), snapshot.RestoreOptions{
+		ExtractOptions: snapshot.ExtractOptions{MaxArchiveBytes: maxSize},
+		BeforeSwap: func(man *snapshot.Manifest) error {
+			if _, err := io.Copy(io.Discard, hr); err != nil {
+				return errcode.Wrap(err, errcode.StorageUnavailable, "reading the rest of the archive")
+			}
+			if expectSHA != "" && hr.sum() != expectSHA {
+				return errcode.New(errcode.SnapshotCorrupt, "archive sha256 %s does not match the catalog's %s", hr.sum(), expectSHA).
+					WithHint("the stored archive was altered or damaged; restore another snapshot (`director profile snapshots %s`)", name)
+			}
+			return m.checkChromeVersion(ctx, man, o.Force)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res.ID == "" {
+		res.ID = man.ID
+	}
+	res.FileCount, res.RawSize = man.FileCount, man.RawSize
+	_ = m.Catalog.TouchProfile(ctx, name, m.now())
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// checkChromeVersion refuses a snapshot written by a newer Chrome than the
+// one that will open it (Chrome fact 7), unless forced.
+func (m *Manager) checkChromeVersion(ctx context.Context, man *snapshot.Manifest, force bool) error {
+	if force || m.ChromeVersion == nil || man.ChromeVersion == "" {
+		return nil
+	}
+	local, err := m.ChromeVersion(ctx)
+	if err != nil || local == "" {
+		m.log().Warn("could not read the local Chrome version; skipping the downgrade check", "err", err)
+		return nil
+	}
+	if compareVersions(man.ChromeVersion, local) > 0 {
+		return errcode.New(errcode.InvalidInput, "snapshot %s was written by Chrome %s, newer than the local Chrome %s", man.ID, man.ChromeVersion, local).
+			WithHint("upgrade Chrome here, or pass --force (Chrome may reset parts of a profile it sees as downgraded)")
+	}
+	return nil
+}
+
+// compareVersions compares dotted numeric versions.
+func compareVersions(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) || i < len(bs); i++ {
+		var x, y int
+		if i < len(as) {
+			fmt.Sscanf(as[i], "%d", &x)
+		}
+		if i < len(bs) {
+			fmt.Sscanf(bs[i], "%d", &y)
+		}
+		if x != y {
+			if x > y {
+				return 1
+			}
+			return -1
+		}
+	}
+	return 0
+}
+
+// resolve finds the catalog row for ref ("latest", "" or an id). For latest
+// it also lists the store's manifests, so that a snapshot another machine
+// made (absent from this catalog) is found without downloading archives.
+func (m *Manager) resolve(ctx context.Context, name, ref string) (catalog.Snapshot, error) {
+	if ref != "" && ref != "latest" {
+		row, err := m.Catalog.GetSnapshot(ctx, ref)
+		if err == nil {
+			if row.Profile != name {
+				return row, errcode.New(errcode.InvalidInput, "snapshot %s belongs to profile %q, not %q", ref, row.Profile, name).
+					WithHint("restore it with `director profile restore %s %s`, or use --archive", row.Profile, ref)
+			}
+			return row, nil
+		}
+		if errcode.Of(err) != errcode.SnapshotNotFound {
+			return row, err
+		}
+		// Not in this catalog: perhaps another machine made it.
+		for _, enc := range []bool{true, false} {
+			_, mk := objectKeys(name, ref, enc)
+			man, gerr := m.getManifest(ctx, mk)
+			if gerr == nil {
+				row := rowFromManifest(man, mk)
+				_ = m.Catalog.UpsertSnapshot(ctx, row)
+				return row, nil
+			}
+			if errcode.Of(gerr) != errcode.SnapshotNotFound {
+				return row, gerr
+			}
+		}
+		return row, errcode.New(errcode.SnapshotNotFound, "no snapshot %q of profile %q in the catalog or in %s", ref, name, m.Store).
+			WithHint("list snapshots with `director profile snapshots %s`", name)
+	}
+	if err := m.adoptFromStore(ctx, name); err != nil {
+		m.log().Warn("could not look in the store for snapshots this catalog lacks; using the catalog's latest", "err", err)
+	}
+	row, err := m.Catalog.LatestSnapshot(ctx, name)
+	if errcode.Of(err) == errcode.SnapshotNotFound {
+		return row, errcode.New(errcode.SnapshotNotFound, "profile %q has no snapshot in the catalog or in %s", name, m.Store).
+			WithHint("make one with `director profile snapshot %s`", name)
+	}
+	return row, err
+}
+
+// adoptFromStore lists "<name>/" in the store and adds to the catalog every
+// snapshot whose manifest and archive are stored but which the catalog lacks
+// (one made on another machine). It reads only those manifests, never an
+// archive.
+func (m *Manager) adoptFromStore(ctx context.Context, name string) error {
+	objs, err := m.Store.List(ctx, name+"/")
+	if err != nil {
+		return err
+	}
+	present := make(map[string]bool, len(objs))
+	for _, o := range objs {
+		present[o.Key] = true
+	}
+	for _, o := range objs {
+		p, id, _, ok := parseManifestKey(o.Key)
+		if !ok || p != name {
+			continue
+		}
+		if _, err := m.Catalog.GetSnapshot(ctx, id); errcode.Of(err) != errcode.SnapshotNotFound {
+			continue // known, or the catalog failed (reported by the caller's query)
+		}
+		man, err := m.getManifest(ctx, o.Key)
+		if err != nil {
+			return err
+		}
+		if man.ID != id || !present[man.ArchiveKey] {
+			continue // an upload still in progress, or a damaged manifest
+		}
+		if err := m.Catalog.UpsertSnapshot(ctx, rowFromManifest(man, o.Key)); err != nil {
+			return err
+		}
+		m.log().Info("found a snapshot in the store that the catalog lacked", "id", id)
+	}
+	return nil
+}
+
+// VerifyResult reports a verification.
+type VerifyResult struct {
+	Profile       string `json:"profile"`
+	ID            string `json:"id"`
+	ArchiveSHA256 string `json:"archive_sha256"`
+	ArchiveSize   int64  `json:"archive_size"`
+	FileCount     int    `json:"file_count"`
+	RawSize       int64  `json:"raw_size"`
+	OK            bool   `json:"ok"`
+}
+
+// Verify reads a snapshot back from the store and checks the archive hash
+// and every file against the manifest, writing nothing.
+func (m *Manager) Verify(ctx context.Context, name, ref string) (*VerifyResult, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	row, err := m.resolve(ctx, name, ref)
+	if err != nil {
+		return nil, err
+	}
+	rc, obj, err := m.Store.Get(ctx, row.ObjectKey)
+	if err != nil {
+		return nil, fmt.Errorf("fetching snapshot %s: %w", row.ID, err)
+	}
+	defer rc.Close()
+	hr := newHashingReader(rc)
+	var body io.Reader = hr
+	if p := m.progress("verify "+row.ID, obj.Size); p != nil {
+		body = p.Reader(body)
+		defer p.Finish()
+	}
+	if row.Encrypted {
+		if body, err = encrypt.Decrypt(body, m.Identities); err != nil {
+			return nil, err
+		}
+	}
+	man, err := snapshot.Verify(ctx, body, snapshot.ExtractOptions{MaxArchiveBytes: max(m.maxSize(), row.ArchiveSize)})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(io.Discard, hr); err != nil {
+		return nil, errcode.Wrap(err, errcode.StorageUnavailable, "reading the rest of the archive")
+	}
+	if hr.sum() != row.ArchiveSHA256 || hr.n != row.ArchiveSize {
+		return nil, errcode.New(errcode.SnapshotCorrupt, "snapshot %s: stored archive has sha256 %s and %d bytes, the catalog says %s and %d", row.ID, hr.sum(), hr.n, row.ArchiveSHA256, row.ArchiveSize).
+			WithHint("the stored archive was altered or damaged; restore or keep another snapshot")
+	}
+	if man.ID != row.ID || int64(man.FileCount) != row.FileCount || man.RawSize != row.RawSize {
+		return nil, errcode.New(errcode.SnapshotCorrupt, "snapshot %s: archive manifest (id %s, %d files, %d bytes) differs from the catalog (%d files, %d bytes)", row.ID, man.ID, man.FileCount, man.RawSize, row.FileCount, row.RawSize).
+			WithHint("run `director catalog rebuild` if the catalog is stale, else treat this snapshot as damaged")
+	}
+	return &VerifyResult{Profile: name, ID: row.ID, ArchiveSHA256: hr.sum(), ArchiveSize: hr.n, FileCount: man.FileCount, RawSize: man.RawSize, OK: true}, nil
+}
+
+// RebuildResult reports a catalog rebuild.
+type RebuildResult struct {
+	Store   string   `json:"store"`
+	Found   int      `json:"found"`
+	Added   []string `json:"added"`
+	Removed []string `json:"removed"`
+	Skipped []string `json:"skipped"` // manifests that could not be read, with why
+}
+
+// Rebuild recreates the catalog's snapshot rows from the manifests in the
+// store and drops rows whose archive is gone from it.
+func (m *Manager) Rebuild(ctx context.Context) (*RebuildResult, error) {
+	objs, err := m.Store.List(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	res := &RebuildResult{Store: m.Store.String(), Added: []string{}, Removed: []string{}, Skipped: []string{}}
+	present := map[string]bool{}
+	for _, o := range objs {
+		present[o.Key] = true
+	}
+	known, err := m.Catalog.ListSnapshots(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	inCatalog := map[string]bool{}
+	for _, s := range known {
+		inCatalog[s.ID] = true
+	}
+	for _, o := range objs {
+		_, id, _, ok := parseManifestKey(o.Key)
+		if !ok {
+			continue
+		}
+		res.Found++
+		man, err := m.getManifest(ctx, o.Key)
+		if err != nil {
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %v", o.Key, err))
+			continue
+		}
+		if man.ID != id || !present[man.ArchiveKey] {
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: archive %q missing or manifest id mismatch", o.Key, man.ArchiveKey))
+			continue
+		}
+		if err := m.Catalog.UpsertSnapshot(ctx, rowFromManifest(man, o.Key)); err != nil {
+			return res, err
+		}
+		if !inCatalog[id] {
+			res.Added = append(res.Added, id)
+		}
+	}
+	for _, s := range known {
+		if !present[s.ObjectKey] {
+			if err := m.Catalog.DeleteSnapshot(ctx, s.ID); err != nil {
+				return res, err
+			}
+			res.Removed = append(res.Removed, s.ID)
+		}
+	}
+	return res, nil
+}
+
+// hashingReader counts and hashes what passes through it.
+type hashingReader struct {
+	r io.Reader
+	h hash.Hash
+	n int64
+}
+
+func newHashingReader(r io.Reader) *hashingReader {
+	return &hashingReader{r: r, h: sha256.New()}
+}
+
+func (h *hashingReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	h.h.Write(p[:n])
+	h.n += int64(n)
+	return n, err
+}
+
+func (h *hashingReader) sum() string { return hex.EncodeToString(h.h.Sum(nil)) }
