@@ -1,0 +1,328 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"director/errcode"
+)
+
+// fileStore keeps objects as files under dir: key "a/b.tar.zst" is the file
+// dir/a/b.tar.zst. Folders are 0700 and files 0600 (archives hold live
+// credentials). All access goes through os.Root, so a symlink planted in the
+// folder cannot make the store read or write outside it.
+type fileStore struct {
+	dir string // absolute, cleaned
+}
+
+const tempPrefix = ".director-put-"
+
+func openFile(rawURL, rest string) (Store, error) {
+	p := rest
+	if p == "" {
+		return nil, badURL(rawURL, "empty path")
+	}
+	if strings.ContainsAny(p, "?#") {
+		return nil, badURL(rawURL, "file:// URLs take no query or fragment")
+	}
+	abs, err := filepath.Abs(filepath.FromSlash(p))
+	if err != nil {
+		return nil, badURL(rawURL, "%v", err)
+	}
+	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
+		return nil, errcode.New(errcode.InvalidInput, "store path %s is not a folder", abs).WithHint("point --store at a folder, e.g. file://%s", filepath.Join(filepath.Dir(abs), "snapshots"))
+	}
+	return &fileStore{dir: abs}, nil
+}
+
+func (s *fileStore) String() string { return "file://" + filepath.ToSlash(s.dir) }
+
+// root opens the store folder; with create it makes it first (0700).
+// Without create a missing folder is reported as (nil, nil).
+func (s *fileStore) root(create bool) (*os.Root, error) {
+	if create {
+		if err := os.MkdirAll(s.dir, 0o700); err != nil {
+			return nil, s.localErr("create the store folder", err)
+		}
+	}
+	r, err := os.OpenRoot(s.dir)
+	if err != nil {
+		if !create && errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, s.localErr("open the store folder", err)
+	}
+	return r, nil
+}
+
+func (s *fileStore) localErr(what string, err error) error {
+	hint := "check that " + s.dir + " is a writable folder with free space"
+	if errors.Is(err, fs.ErrPermission) {
+		hint = "check the permissions of " + s.dir
+	}
+	return fail(s, what, ProblemServer, false, hint, err)
+}
+
+func (s *fileStore) Put(ctx context.Context, key string, r io.Reader, size int64) (err error) {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("put %q", key)
+	if err := ctxErr(ctx, s, what); err != nil {
+		return err
+	}
+	root, err := s.root(true)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if _, err := root.Lstat(key); err == nil {
+		return exists(s, key)
+	}
+	dir := path.Dir(key)
+	tmp := path.Join(dir, tempPrefix+randomHex(8)+".tmp")
+	var f *os.File
+	for try := 0; ; try++ {
+		if err := root.MkdirAll(dir, 0o700); err != nil {
+			return s.localErr(what, err)
+		}
+		f, err = root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			break
+		}
+		// A concurrent Delete may remove the folder it just emptied.
+		if !errors.Is(err, fs.ErrNotExist) || try == 2 {
+			return s.localErr(what, err)
+		}
+	}
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+		root.Remove(tmp) // after a successful Link this removes the temp name only
+	}()
+
+	body := newBody(ctxReader{ctx, r}, size)
+	if _, err := io.Copy(f, body); err != nil {
+		if cerr := ctxErr(ctx, s, what); cerr != nil {
+			return cerr
+		}
+		if berr := body.bodyFailure(s, key); berr != nil {
+			return berr
+		}
+		return s.localErr(what, err)
+	}
+	if err := f.Sync(); err != nil {
+		return s.localErr(what, err)
+	}
+	if err := f.Close(); err != nil {
+		f = nil
+		return s.localErr(what, err)
+	}
+	f = nil
+	if err := ctxErr(ctx, s, what); err != nil {
+		return err
+	}
+	// Link, unlike rename, fails when the key exists: two writers can never
+	// replace each other's object.
+	if err := root.Link(tmp, key); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return exists(s, key)
+		}
+		return s.localErr(what, err)
+	}
+	if d, err := root.Open(dir); err == nil {
+		serr := d.Sync()
+		d.Close()
+		if serr != nil {
+			return s.localErr(what, serr)
+		}
+	}
+	return nil
+}
+
+func (s *fileStore) Get(ctx context.Context, key string) (io.ReadCloser, Object, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, Object{}, err
+	}
+	if err := ctxErr(ctx, s, fmt.Sprintf("get %q", key)); err != nil {
+		return nil, Object{}, err
+	}
+	root, err := s.root(false)
+	if err != nil || root == nil {
+		if err == nil {
+			err = notFound(s, key)
+		}
+		return nil, Object{}, err
+	}
+	defer root.Close()
+	f, err := root.Open(key)
+	if err != nil {
+		return nil, Object{}, s.openErr(key, err)
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			return nil, Object{}, notFound(s, key)
+		}
+		return nil, Object{}, s.localErr(fmt.Sprintf("get %q", key), err)
+	}
+	return f, Object{Key: key, Size: fi.Size(), Modified: fi.ModTime().UTC()}, nil
+}
+
+func (s *fileStore) openErr(key string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || isNotDir(err) {
+		return notFound(s, key)
+	}
+	return s.localErr(fmt.Sprintf("get %q", key), err)
+}
+
+func isNotDir(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "not a directory")
+}
+
+func (s *fileStore) Stat(ctx context.Context, key string) (Object, error) {
+	if err := ValidateKey(key); err != nil {
+		return Object{}, err
+	}
+	if err := ctxErr(ctx, s, fmt.Sprintf("stat %q", key)); err != nil {
+		return Object{}, err
+	}
+	root, err := s.root(false)
+	if err != nil || root == nil {
+		if err == nil {
+			err = notFound(s, key)
+		}
+		return Object{}, err
+	}
+	defer root.Close()
+	fi, err := root.Stat(key)
+	if err != nil {
+		return Object{}, s.openErr(key, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return Object{}, notFound(s, key)
+	}
+	return Object{Key: key, Size: fi.Size(), Modified: fi.ModTime().UTC()}, nil
+}
+
+func (s *fileStore) List(ctx context.Context, prefix string) ([]Object, error) {
+	if err := validatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	root, err := s.root(false)
+	if err != nil || root == nil {
+		return []Object{}, err
+	}
+	defer root.Close()
+	start := "."
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		start = prefix[:i]
+	}
+	objs := []Object{}
+	err = fs.WalkDir(root.FS(), start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
+				return fs.SkipDir
+			}
+			return err
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if d.IsDir() {
+			// Skip folders that cannot hold a match.
+			if p != "." && !strings.HasPrefix(p+"/", prefix) && !strings.HasPrefix(prefix, p+"/") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !strings.HasPrefix(p, prefix) || strings.HasPrefix(path.Base(p), tempPrefix) {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // deleted while we walked
+			}
+			return err
+		}
+		objs = append(objs, Object{Key: p, Size: fi.Size(), Modified: fi.ModTime().UTC()})
+		return nil
+	})
+	if err != nil {
+		if cerr := ctxErr(ctx, s, fmt.Sprintf("list %q", prefix)); cerr != nil {
+			return nil, cerr
+		}
+		return nil, s.localErr(fmt.Sprintf("list %q", prefix), err)
+	}
+	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
+	return objs, nil
+}
+
+func (s *fileStore) Delete(ctx context.Context, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := ctxErr(ctx, s, fmt.Sprintf("delete %q", key)); err != nil {
+		return err
+	}
+	root, err := s.root(false)
+	if err != nil || root == nil {
+		return err
+	}
+	defer root.Close()
+	fi, err := root.Lstat(key)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
+			return nil
+		}
+		return s.localErr(fmt.Sprintf("delete %q", key), err)
+	}
+	if fi.IsDir() {
+		return nil // a folder is not an object
+	}
+	if err := root.Remove(key); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return s.localErr(fmt.Sprintf("delete %q", key), err)
+	}
+	// Best effort: drop folders left empty, so probes and pruned profiles
+	// leave no litter. Remove fails on a folder that is not empty.
+	for dir := path.Dir(key); dir != "."; dir = path.Dir(dir) {
+		if root.Remove(dir) != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// ctxReader fails reads once ctx is done, so a Put copying from a slow or
+// endless source stops when cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

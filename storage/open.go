@@ -1,0 +1,136 @@
+package storage
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"director/errcode"
+)
+
+// Options configures the backends that Open builds. The command line fills
+// the credentials from flags and their environment variables.
+type Options struct {
+	// AWSAccessKeyID and AWSSecretAccessKey sign s3:// requests
+	// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY).
+	AWSAccessKeyID, AWSSecretAccessKey string
+	// SupabaseURL is the project URL, e.g. https://abc.supabase.co, and
+	// SupabaseServiceKey its service_role key (SUPABASE_URL,
+	// SUPABASE_SERVICE_KEY); both are needed by supabase:// stores.
+	SupabaseURL, SupabaseServiceKey string
+	// HTTPClient carries every remote request; nil means a client with
+	// dial, TLS and response-header timeouts.
+	HTTPClient *http.Client
+	// Retry bounds the retries of transient failures.
+	Retry RetryPolicy
+	// CallTimeout is the deadline of one metadata call (Stat, List, Delete,
+	// opening a Get, bucket checks); 0 means 30 s. Put and the body of a Get
+	// run under the caller's context only, since their length is unbounded.
+	CallTimeout time.Duration
+	// PartSize is the multipart part size of s3:// uploads of unknown
+	// length; 0 means 16 MiB. One part is buffered in memory.
+	PartSize uint64
+	// Log receives retries and clean-up failures; nil discards them.
+	Log *slog.Logger
+}
+
+const (
+	defaultCallTimeout = 30 * time.Second
+	defaultPartSize    = 16 << 20
+)
+
+func (o Options) withDefaults() Options {
+	o.Retry = o.Retry.withDefaults()
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = defaultCallTimeout
+	}
+	if o.PartSize == 0 {
+		o.PartSize = defaultPartSize
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Transport: newTransport()}
+	}
+	return o
+}
+
+// newTransport is http.DefaultTransport's setup with bounds on every phase
+// that can hang before a response starts; bodies are bounded by contexts.
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   10 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 2 * time.Minute,
+		ExpectContinueTimeout: 1 * time.Second,
+	}
+}
+
+// Open builds the store that rawURL names:
+//
+//	file:///abs/path                 objects are files under the folder
+//	s3://BUCKET[/PREFIX][?endpoint=HOST:PORT&region=R&insecure=true]
+//	supabase://[BUCKET][/PREFIX]     Supabase Storage; bucket browser-profiles by default
+//
+// A malformed URL is an invalid_input error with a hint. Open does no
+// network I/O: problems with credentials, buckets or endpoints surface on the
+// first call (see Check).
+func Open(ctx context.Context, rawURL string, opts Options) (Store, error) {
+	_ = ctx
+	opts = opts.withDefaults()
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return nil, badURL(rawURL, "missing scheme")
+	}
+	switch strings.ToLower(scheme) {
+	case "file":
+		return openFile(rawURL, rest)
+	case "s3":
+		return openS3(rawURL, opts)
+	case "supabase":
+		return openSupabase(rawURL, opts)
+	default:
+		return nil, badURL(rawURL, "unknown scheme %q", scheme)
+	}
+}
+
+// IsRemote reports whether objects put into s leave this machine: false for
+// file:// stores, true for every other backend. Callers refuse unencrypted
+// uploads to remote stores.
+func IsRemote(s Store) bool {
+	_, local := s.(*fileStore)
+	return !local
+}
+
+const urlHint = "use file:///abs/path, s3://bucket/prefix?endpoint=host:port&region=us-east-1 or supabase://bucket/prefix"
+
+func badURL(rawURL, format string, args ...any) *errcode.Error {
+	return errcode.New(errcode.InvalidInput, "bad store URL %q: "+format, append([]any{redactURL(rawURL)}, args...)...).WithHint(urlHint)
+}
+
+// redactURL drops any user:password@ part so that secrets never reach logs.
+func redactURL(rawURL string) string {
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return rawURL
+	}
+	host, path, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndex(host, "@"); i >= 0 {
+		host = "REDACTED@" + host[i+1:]
+	}
+	if path == "" && !strings.Contains(rest, "/") {
+		return scheme + "://" + host
+	}
+	return scheme + "://" + host + "/" + path
+}

@@ -1,0 +1,555 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	storage_go "github.com/supabase-community/storage-go"
+
+	"director/errcode"
+)
+
+// supabaseStore keeps objects in a Supabase Storage bucket through its REST
+// API (https://supabase.github.io/storage/), authenticated with the service
+// key sent both as "Authorization: Bearer" and as "apikey".
+//
+// It speaks the protocol with net/http and uses supabase-community/storage-go
+// v0.8.1 only for its wire types (Bucket, FileObject, ListFileRequestBody,
+// SortBy), because none of that client's calls is sound here:
+//
+//   - no call takes a context.Context, so none can have a deadline or be
+//     cancelled (this includes GetBucket, CreateBucket and ListFiles, which
+//     are otherwise simple);
+//   - its errors drop the HTTP status (StorageError reads "status", the
+//     server sends "statusCode" as a string), so 404, 401 and 5xx cannot be
+//     told apart and nothing can be retried safely;
+//   - DownloadFile reads the whole object into memory;
+//   - upload options (x-upsert, content-type) are written into the client's
+//     shared headers, so they leak into later calls and the client is not
+//     safe for concurrent use;
+//   - object paths are not URL-escaped and "//" is silently collapsed.
+//
+// Here every request carries its own headers and context, object paths are
+// escaped segment by segment (ValidateKey rejects empty segments instead of
+// rewriting them), uploads stream the body with x-upsert: false, downloads
+// stream the response body, and the HTTP status decides the error code:
+// 404 snapshot_not_found, 409 exists, 401/403 a credentials error, 429 and
+// 5xx storage_unavailable (retried). Older servers answer some errors with
+// HTTP 400 and the real status in the body's "statusCode"; that field wins.
+//
+// The bucket (browser-profiles by default) is created, private, on first use
+// when missing.
+type supabaseStore struct {
+	base   string // https://ref.supabase.co/storage/v1
+	bucket string
+	prefix string
+	key    string
+	opts   Options
+
+	mu          sync.Mutex
+	bucketReady bool
+}
+
+// DefaultSupabaseBucket is the bucket of a supabase:// URL that names none.
+const DefaultSupabaseBucket = "browser-profiles"
+
+func openSupabase(rawURL string, opts Options) (Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, badURL(rawURL, "%v", err)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, badURL(rawURL, "supabase:// URLs take only a bucket and a prefix; the project comes from SUPABASE_URL")
+	}
+	s := &supabaseStore{bucket: u.Host, prefix: strings.Trim(u.Path, "/"), key: opts.SupabaseServiceKey, opts: opts}
+	if s.bucket == "" {
+		s.bucket = DefaultSupabaseBucket
+	}
+	if strings.ContainsAny(s.bucket, "/%") {
+		return nil, badURL(rawURL, "bucket %q", s.bucket)
+	}
+	if s.prefix != "" {
+		if err := validatePrefix(s.prefix + "/"); err != nil {
+			return nil, badURL(rawURL, "prefix %q: %v", s.prefix, err)
+		}
+	}
+	if opts.SupabaseURL == "" || opts.SupabaseServiceKey == "" {
+		return nil, errcode.New(errcode.InvalidInput, "no Supabase project for %s", s).
+			WithHint("set SUPABASE_URL (https://<ref>.supabase.co) and SUPABASE_SERVICE_KEY (the service_role key), or --supabase-url and --supabase-service-key")
+	}
+	pu, err := url.Parse(strings.TrimRight(opts.SupabaseURL, "/"))
+	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+		return nil, errcode.New(errcode.InvalidInput, "bad SUPABASE_URL %q", opts.SupabaseURL).
+			WithHint("use the project URL, e.g. https://abcdefgh.supabase.co")
+	}
+	base := pu.Scheme + "://" + pu.Host + strings.TrimSuffix(pu.EscapedPath(), "/")
+	if !strings.HasSuffix(base, "/storage/v1") {
+		base += "/storage/v1"
+	}
+	s.base = base
+	return s, nil
+}
+
+func (s *supabaseStore) String() string {
+	u := "supabase://" + s.bucket
+	if s.prefix != "" {
+		u += "/" + s.prefix
+	}
+	return u
+}
+
+func (s *supabaseStore) full(key string) string {
+	if s.prefix == "" {
+		return key
+	}
+	return s.prefix + "/" + key
+}
+
+// escapePath escapes each segment of a slash-separated path; storage-go
+// does not, so a key with a space or "#" would break its requests.
+func escapePath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, seg := range segs {
+		segs[i] = url.PathEscape(seg)
+	}
+	return strings.Join(segs, "/")
+}
+
+func (s *supabaseStore) objectPath(kind, key string) string {
+	return "/object/" + kind + url.PathEscape(s.bucket) + "/" + escapePath(s.full(key))
+}
+
+// apiError is a non-2xx answer, with the status the server meant.
+type apiError struct {
+	HTTPStatus int
+	Status     int    // the body's statusCode when present, else HTTPStatus
+	Err        string // the body's "error"
+	Message    string // the body's "message"
+}
+
+func (e *apiError) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = e.Err
+	}
+	if msg == "" {
+		msg = http.StatusText(e.HTTPStatus)
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.Status, msg)
+}
+
+// send performs one request with both auth headers; a non-2xx answer is
+// returned as *apiError with the body read (at most 64 KiB) and closed.
+func (s *supabaseStore) send(ctx context.Context, method, path string, body io.Reader, size int64, hdr http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, s.base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	req.Header.Set("apikey", s.key)
+	if body != nil && size >= 0 {
+		req.ContentLength = size
+		if size == 0 {
+			req.Body = http.NoBody
+		}
+	}
+	resp, err := s.opts.HTTPClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	ae := &apiError{HTTPStatus: resp.StatusCode, Status: resp.StatusCode}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var eb struct {
+		StatusCode json.RawMessage `json:"statusCode"`
+		Error      string          `json:"error"`
+		Message    string          `json:"message"`
+	}
+	if json.Unmarshal(data, &eb) == nil {
+		ae.Err, ae.Message = eb.Error, eb.Message
+		code := strings.Trim(string(eb.StatusCode), `"`)
+		if n, err := strconv.Atoi(code); err == nil && n >= 100 && n < 600 {
+			ae.Status = n
+		}
+	}
+	return nil, ae
+}
+
+func jsonBody(v any) (io.Reader, int64, http.Header) {
+	b, _ := json.Marshal(v)
+	return bytes.NewReader(b), int64(len(b)), http.Header{"Content-Type": {"application/json"}}
+}
+
+const supabaseCredHint = "the server refused the key: check that SUPABASE_SERVICE_KEY (or --supabase-service-key) is the project's service_role key, not the anon key, and that SUPABASE_URL is the same project"
+
+// classify turns a transport error or *apiError into the coded error of the
+// call what.
+func (s *supabaseStore) classify(ctx context.Context, what string, err error) error {
+	if cerr := ctxErr(ctx, s, what); cerr != nil {
+		return cerr
+	}
+	var ae *apiError
+	if errors.As(err, &ae) {
+		text := strings.ToLower(ae.Err + " " + ae.Message)
+		switch {
+		case strings.Contains(text, "bucket not found"):
+			return fail(s, what, ProblemNoBucket, false,
+				fmt.Sprintf("bucket %q does not exist and could not be created; create it in the Supabase dashboard (Storage, New bucket, private)", s.bucket), err)
+		case ae.Status == http.StatusNotFound:
+			return fail(s, what, ProblemNotFound, false, "", err)
+		case ae.Status == http.StatusConflict:
+			return fail(s, what, ProblemExists, false,
+				"objects are never overwritten; retry to get a new snapshot name, or delete the old object first", err)
+		case ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden,
+			strings.Contains(text, "jwt"), strings.Contains(text, "invalid signature"), strings.Contains(text, "unauthorized"):
+			return fail(s, what, ProblemCredentials, false, supabaseCredHint, err)
+		case ae.Status == http.StatusRequestEntityTooLarge:
+			return fail(s, what, "", false,
+				"the object is larger than the project's upload limit; raise it under Storage settings (the free plan allows 50 MB)", err)
+		case ae.Status == http.StatusTooManyRequests || ae.Status >= 500:
+			return fail(s, what, ProblemServer, true, "", err)
+		}
+		return fail(s, what, "", false, "", err)
+	}
+	if p, transient, ok := netProblem(err); ok {
+		hint := ""
+		if p == ProblemUnreachable {
+			hint = fmt.Sprintf("cannot reach %s: check SUPABASE_URL (or --supabase-url) and the network", s.base)
+		}
+		return fail(s, what, p, transient, hint, err)
+	}
+	return fail(s, what, "", false, "", err)
+}
+
+// ensureBucket checks once per store that the bucket exists and creates it,
+// private, when it does not. A concurrent creation (409) counts as success.
+func (s *supabaseStore) ensureBucket(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bucketReady {
+		return nil
+	}
+	what := fmt.Sprintf("check bucket %q", s.bucket)
+	err := s.opts.Retry.do(ctx, s.opts.Log, what, s.opts.CallTimeout, func(ctx context.Context) error {
+		resp, err := s.send(ctx, http.MethodGet, "/bucket/"+url.PathEscape(s.bucket), nil, -1, nil)
+		if err == nil {
+			var b storage_go.Bucket
+			derr := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&b)
+			resp.Body.Close()
+			if derr != nil {
+				return fail(s, what, ProblemServer, true, "", fmt.Errorf("decoding the bucket: %w", derr))
+			}
+			return nil
+		}
+		return s.classify(ctx, what, err)
+	})
+	if ProblemOf(err) == ProblemNoBucket || errors.Is(err, ErrNotFound) {
+		what = fmt.Sprintf("create bucket %q", s.bucket)
+		s.opts.Log.Info("creating the Supabase bucket", "bucket", s.bucket)
+		err = s.opts.Retry.do(ctx, s.opts.Log, what, s.opts.CallTimeout, func(ctx context.Context) error {
+			body, n, hdr := jsonBody(map[string]any{"id": s.bucket, "name": s.bucket, "public": false})
+			resp, err := s.send(ctx, http.MethodPost, "/bucket", body, n, hdr)
+			if err == nil {
+				resp.Body.Close()
+				return nil
+			}
+			cerr := s.classify(ctx, what, err)
+			if errors.Is(cerr, ErrExists) {
+				return nil
+			}
+			return cerr
+		})
+	}
+	if err != nil {
+		return err
+	}
+	s.bucketReady = true
+	return nil
+}
+
+func (s *supabaseStore) Stat(ctx context.Context, key string) (Object, error) {
+	if err := ValidateKey(key); err != nil {
+		return Object{}, err
+	}
+	if err := s.ensureBucket(ctx); err != nil {
+		return Object{}, err
+	}
+	what := fmt.Sprintf("stat %q", key)
+	var obj Object
+	err := s.opts.Retry.do(ctx, s.opts.Log, what, s.opts.CallTimeout, func(ctx context.Context) error {
+		resp, err := s.send(ctx, http.MethodHead, s.objectPath("authenticated/", key), nil, -1, nil)
+		if err != nil {
+			var ae *apiError
+			// A HEAD answer has no body; like storage-js, read 400 as missing.
+			if errors.As(err, &ae) && ae.HTTPStatus == http.StatusBadRequest {
+				return fail(s, what, ProblemNotFound, false, "", err)
+			}
+			return s.classify(ctx, what, err)
+		}
+		resp.Body.Close()
+		obj = objectFromHeaders(key, resp)
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
+		return Object{}, notFound(s, key)
+	}
+	return obj, err
+}
+
+func objectFromHeaders(key string, resp *http.Response) Object {
+	obj := Object{Key: key, Size: resp.ContentLength}
+	if t, err := http.ParseTime(resp.Header.Get("Last-Modified")); err == nil {
+		obj.Modified = t.UTC()
+	}
+	return obj
+}
+
+func (s *supabaseStore) Get(ctx context.Context, key string) (io.ReadCloser, Object, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, Object{}, err
+	}
+	if err := s.ensureBucket(ctx); err != nil {
+		return nil, Object{}, err
+	}
+	what := fmt.Sprintf("get %q", key)
+	var resp *http.Response
+	// The body streams under the caller's ctx; no per-call deadline.
+	err := s.opts.Retry.do(ctx, s.opts.Log, what, 0, func(_ context.Context) error {
+		r, err := s.send(ctx, http.MethodGet, s.objectPath("authenticated/", key), nil, -1, nil)
+		if err != nil {
+			return s.classify(ctx, what, err)
+		}
+		resp = r
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, Object{}, notFound(s, key)
+		}
+		return nil, Object{}, err
+	}
+	obj := objectFromHeaders(key, resp)
+	return &getReader{rc: resp.Body, store: s, key: key, size: obj.Size}, obj, nil
+}
+
+func (s *supabaseStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("put %q", key)
+	if _, err := s.Stat(ctx, key); err == nil {
+		return exists(s, key)
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	rewind, canReplay := replayable(r)
+	attempts := 1
+	if canReplay {
+		attempts = s.opts.Retry.Attempts
+	}
+	hdr := http.Header{
+		"Content-Type":  {"application/octet-stream"},
+		"X-Upsert":      {"false"},
+		"Cache-Control": {"no-store"},
+	}
+	for attempt := 1; ; attempt++ {
+		body := newBody(ctxReader{ctx, r}, size)
+		resp, err := s.send(ctx, http.MethodPost, s.objectPath("", key), body, size, hdr)
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			// No answer: the server may have stored the object before the
+			// connection broke. Remove it so a failed Put leaves nothing.
+			s.removeAfterFailure(ctx, key)
+		}
+		if cerr := ctxErr(ctx, s, what); cerr != nil {
+			return cerr
+		}
+		if berr := body.bodyFailure(s, key); berr != nil {
+			return berr
+		}
+		cerr := s.classify(ctx, what, err)
+		if !isTransient(cerr) || attempt >= attempts {
+			if isTransient(cerr) && !canReplay {
+				return errcode.Hinted(cerr, errcode.StorageUnavailable,
+					"the upload was streamed and cannot be replayed, so it was not retried; nothing was left in the store: run the command again once the store is back (director store check tells when)",
+					"upload interrupted")
+			}
+			return cerr
+		}
+		wait := s.opts.Retry.delay(attempt)
+		s.opts.Log.Warn("upload failed, retrying", "store", s.String(), "key", key, "attempt", attempt, "wait", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return s.classify(ctx, what, err)
+		case <-time.After(wait):
+		}
+		if err := rewind(); err != nil {
+			return errcode.Wrap(err, errcode.Internal, "%s: %s", s, what)
+		}
+	}
+}
+
+func (s *supabaseStore) removeAfterFailure(ctx context.Context, key string) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.CallTimeout)
+	defer cancel()
+	if err := s.remove(cctx, key); err != nil {
+		s.opts.Log.Warn("could not remove what a failed upload may have left", "store", s.String(), "key", key, "err", err)
+	}
+}
+
+func (s *supabaseStore) remove(ctx context.Context, key string) error {
+	body, n, hdr := jsonBody(map[string]any{"prefixes": []string{s.full(key)}})
+	resp, err := s.send(ctx, http.MethodDelete, "/object/"+url.PathEscape(s.bucket), body, n, hdr)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+func (s *supabaseStore) Delete(ctx context.Context, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := s.ensureBucket(ctx); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("delete %q", key)
+	err := s.opts.Retry.do(ctx, s.opts.Log, what, s.opts.CallTimeout, func(ctx context.Context) error {
+		if err := s.remove(ctx, key); err != nil {
+			return s.classify(ctx, what, err)
+		}
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// listRequest is storage-go's list body plus the "search" field it lacks:
+// the list endpoint lists one folder, and search filters names in it.
+type listRequest struct {
+	storage_go.ListFileRequestBody
+	Search string `json:"search,omitempty"`
+}
+
+const listPage = 1000
+
+// List walks the folders under the prefix: the list endpoint returns one
+// folder level (folders have a null id), paged by limit and offset.
+func (s *supabaseStore) List(ctx context.Context, prefix string) ([]Object, error) {
+	if err := validatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	if err := s.ensureBucket(ctx); err != nil {
+		return nil, err
+	}
+	what := fmt.Sprintf("list %q", prefix)
+	full := s.full(prefix)
+	if s.prefix != "" && prefix == "" {
+		full = s.prefix + "/"
+	}
+	folder, search := "", full
+	if i := strings.LastIndex(full, "/"); i >= 0 {
+		folder, search = full[:i], full[i+1:]
+	}
+	objs := []Object{}
+	var walk func(folder, search string) error
+	walk = func(folder, search string) error {
+		for offset := 0; ; offset += listPage {
+			var page []storage_go.FileObject
+			err := s.opts.Retry.do(ctx, s.opts.Log, what, s.opts.CallTimeout, func(ctx context.Context) error {
+				req := listRequest{ListFileRequestBody: storage_go.ListFileRequestBody{
+					Prefix: folder, Limit: listPage, Offset: offset,
+					SortByOptions: storage_go.SortBy{Column: "name", Order: "asc"},
+				}, Search: search}
+				body, n, hdr := jsonBody(req)
+				resp, err := s.send(ctx, http.MethodPost, "/object/list/"+url.PathEscape(s.bucket), body, n, hdr)
+				if err != nil {
+					return s.classify(ctx, what, err)
+				}
+				defer resp.Body.Close()
+				page = nil
+				if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+					return s.classify(ctx, what, fmt.Errorf("decoding the listing: %w", err))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, f := range page {
+				p := f.Name
+				if folder != "" {
+					p = folder + "/" + f.Name
+				}
+				if f.Id == "" { // a folder
+					if strings.HasPrefix(p+"/", full) || strings.HasPrefix(full, p+"/") {
+						if err := walk(p, ""); err != nil {
+							return err
+						}
+					}
+					continue
+				}
+				if !strings.HasPrefix(p, full) {
+					continue // search matches case-insensitively and treats % and _ as wildcards
+				}
+				objs = append(objs, fileObject(s.prefix, p, f))
+			}
+			if len(page) < listPage {
+				return nil
+			}
+		}
+	}
+	if err := walk(folder, search); err != nil {
+		return nil, err
+	}
+	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
+	return objs, nil
+}
+
+func fileObject(prefix, p string, f storage_go.FileObject) Object {
+	key := p
+	if prefix != "" {
+		key = strings.TrimPrefix(p, prefix+"/")
+	}
+	obj := Object{Key: key}
+	if md, ok := f.Metadata.(map[string]any); ok {
+		if n, ok := md["size"].(float64); ok {
+			obj.Size = int64(n)
+		}
+		if lm, ok := md["lastModified"].(string); ok {
+			if t, err := time.Parse(time.RFC3339Nano, lm); err == nil {
+				obj.Modified = t.UTC()
+			}
+		}
+	}
+	if obj.Modified.IsZero() {
+		if t, err := time.Parse(time.RFC3339Nano, f.UpdatedAt); err == nil {
+			obj.Modified = t.UTC()
+		}
+	}
+	return obj
+}
