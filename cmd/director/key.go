@@ -1,6 +1,134 @@
 package main
 
-import "github.com/urfave/cli/v2"
+import (
+	"fmt"
+	"io"
+	"path/filepath"
 
-// keyCommands returns the commands of this file. Placeholder until its owner fills it.
-func keyCommands() []*cli.Command { return nil }
+	"github.com/urfave/cli/v2"
+
+	"director/encrypt"
+	"director/errcode"
+)
+
+// encryptionFlags are the age settings, each with its environment variable:
+// recipients (public keys) to encrypt archives and manifests to, and the
+// identity file (secret key) that decrypts them on restore.
+func encryptionFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{
+			Name:    "age-recipients",
+			EnvVars: []string{encrypt.EnvRecipients},
+			Usage: "age public `KEYS` (age1…, comma separated) or a recipients file: snapshots are encrypted to them; " +
+				"a host that only snapshots needs no secret",
+		},
+		&cli.StringFlag{
+			Name:    "age-identity",
+			EnvVars: []string{encrypt.EnvIdentity},
+			Usage:   "age identity `FILE` (secret key, mode 0600) that decrypts snapshots on restore and verify",
+		},
+	}
+}
+
+// keyResult is the --json output of key commands.
+type keyResult struct {
+	Status     string            `json:"status"`
+	Identity   string            `json:"identity"`
+	Recipients []string          `json:"recipients"`
+	Env        map[string]string `json:"env,omitempty"`
+}
+
+func keyCommands() []*cli.Command {
+	return []*cli.Command{{
+		Name:  "key",
+		Usage: "manage the age keys that encrypt snapshots",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "generate",
+				Usage: "write a new age identity (secret key, mode 0600) and print its public key",
+				Description: "The identity decrypts snapshots: keep it secret, back it up, and copy it (mode 0600) to every\n" +
+					"machine that restores. Machines that only snapshot need just the public key, in\n" +
+					encrypt.EnvRecipients + ". An existing file is never overwritten.",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "out", Usage: "write the identity to `FILE` (default <home>/age-identity.txt)"},
+				},
+				Action: keyGenerate,
+			},
+			{
+				Name:      "recipient",
+				Usage:     "print the public key(s) of an identity file",
+				ArgsUsage: "[FILE]",
+				Description: "FILE defaults to --age-identity / " + encrypt.EnvIdentity + ". Use it to set " +
+					encrypt.EnvRecipients + " on a snapshot-only host.",
+				Action: keyRecipient,
+			},
+		},
+	}}
+}
+
+func keyGenerate(c *cli.Context) error {
+	g := getGlobals(c)
+	if c.NArg() != 0 {
+		return errcode.New(errcode.InvalidInput, "key generate takes no arguments, got %d", c.NArg()).
+			WithHint("give the file with --out FILE")
+	}
+	out := c.String("out")
+	if out == "" {
+		out = filepath.Join(g.Home, "age-identity.txt")
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return errcode.Wrap(err, errcode.InvalidInput, "bad --out %q", out)
+	}
+	rcpt, err := encrypt.Generate(abs)
+	if err != nil {
+		return err
+	}
+	res := keyResult{
+		Status: "ok", Identity: abs, Recipients: []string{rcpt},
+		Env: map[string]string{encrypt.EnvRecipients: rcpt, encrypt.EnvIdentity: abs},
+	}
+	g.emit(res, func(w io.Writer) {
+		fmt.Fprintf(w, "Wrote a new age identity to %s (mode 0600).\n", abs)
+		fmt.Fprintf(w, "Keep it secret and back it up: snapshots encrypted to it cannot be restored without it.\n\n")
+		fmt.Fprintf(w, "Public key: %s\n\n", rcpt)
+		fmt.Fprintf(w, "On every machine that snapshots (no secret needed there):\n")
+		fmt.Fprintf(w, "  export %s=%s\n", encrypt.EnvRecipients, rcpt)
+		fmt.Fprintf(w, "On every machine that restores (copy the file there, mode 0600):\n")
+		fmt.Fprintf(w, "  export %s=%s\n", encrypt.EnvIdentity, abs)
+	})
+	return nil
+}
+
+func keyRecipient(c *cli.Context) error {
+	g := getGlobals(c)
+	path := c.String("age-identity")
+	switch c.NArg() {
+	case 0:
+	case 1:
+		path = c.Args().First()
+	default:
+		return errcode.New(errcode.InvalidInput, "key recipient takes at most one FILE, got %d arguments", c.NArg()).
+			WithHint("usage: director key recipient [FILE]")
+	}
+	ids, err := encrypt.LoadIdentities(path)
+	if err != nil {
+		return err
+	}
+	res := keyResult{Status: "ok", Identity: path}
+	for _, r := range encrypt.IdentityRecipients(ids) {
+		if s, ok := r.(fmt.Stringer); ok {
+			res.Recipients = append(res.Recipients, s.String())
+		}
+	}
+	if len(res.Recipients) == 0 {
+		return errcode.New(errcode.InvalidInput, "%s holds no identity with a public key", path).
+			WithHint("generate one with: director key generate")
+	}
+	g.emit(res, func(w io.Writer) {
+		for _, r := range res.Recipients {
+			fmt.Fprintln(w, r)
+		}
+	})
+	return nil
+}

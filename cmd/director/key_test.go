@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"director/encrypt"
+	"director/errcode"
+)
+
+func runDirector(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), append([]string{"director"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestKeyGenerate(t *testing.T) {
+	t.Setenv(encrypt.EnvIdentity, "")
+	t.Setenv(encrypt.EnvRecipients, "")
+	home := filepath.Join(t.TempDir(), "home")
+
+	code, out, errOut := runDirector(t, "--home", home, "key", "generate")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	idPath := filepath.Join(home, "age-identity.txt")
+	st, err := os.Stat(idPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("identity mode %o, want 600", st.Mode().Perm())
+	}
+	for _, want := range []string{"export DIRECTOR_AGE_RECIPIENTS=age1", "export DIRECTOR_AGE_IDENTITY=" + idPath} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// The printed recipient is the identity's: what it encrypts, the file decrypts.
+	code, out, _ = runDirector(t, "--home", home, "--json", "key", "recipient", idPath)
+	var rec keyResult
+	if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || len(rec.Recipients) != 1 {
+		t.Fatalf("key recipient: exit %d, %s", code, out)
+	}
+	rs, err := encrypt.ParseRecipients(rec.Recipients[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := encrypt.LoadIdentities(idPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w, _ := encrypt.Encrypt(&buf, rs)
+	w.Write([]byte("hello"))
+	w.Close()
+	if _, err := encrypt.Decrypt(&buf, ids); err != nil {
+		t.Errorf("generated key pair does not work: %v", err)
+	}
+
+	// Never overwrites.
+	before, _ := os.ReadFile(idPath)
+	code, _, errOut = runDirector(t, "--home", home, "key", "generate")
+	if code != errcode.ExitUsage || !strings.Contains(errOut, "already exists") || !strings.Contains(errOut, "hint:") {
+		t.Errorf("second generate: exit %d, %s", code, errOut)
+	}
+	if after, _ := os.ReadFile(idPath); !bytes.Equal(before, after) {
+		t.Error("second generate changed the identity file")
+	}
+}
+
+func TestKeyGenerateJSON(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "keys", "id.txt")
+	code, stdout, stderr := runDirector(t, "--json", "key", "generate", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	var res keyResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, stdout)
+	}
+	if res.Status != "ok" || res.Identity != out || len(res.Recipients) != 1 ||
+		!strings.HasPrefix(res.Recipients[0], "age1") || res.Env[encrypt.EnvRecipients] != res.Recipients[0] ||
+		res.Env[encrypt.EnvIdentity] != out {
+		t.Errorf("JSON result %+v", res)
+	}
+	if strings.Contains(stdout, "AGE-SECRET-KEY") || strings.Contains(stderr, "AGE-SECRET-KEY") {
+		t.Error("the secret key was printed")
+	}
+
+	code, stdout, _ = runDirector(t, "--json", "key", "generate", "--out", out)
+	var fail errorJSON
+	if code != errcode.ExitUsage || json.Unmarshal([]byte(stdout), &fail) != nil || fail.Error.Hint == "" {
+		t.Errorf("overwrite with --json: exit %d, %s", code, stdout)
+	}
+}
+
+func TestKeyRecipientNeedsIdentity(t *testing.T) {
+	t.Setenv(encrypt.EnvIdentity, "")
+	code, _, errOut := runDirector(t, "--home", t.TempDir(), "key", "recipient")
+	if code != errcode.ExitFailure || !strings.Contains(errOut, "decrypt_failed") || !strings.Contains(errOut, encrypt.EnvIdentity) {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
