@@ -1,11 +1,13 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -153,6 +155,20 @@ func TestOpenRefusesNewerOrForeignDatabase(t *testing.T) {
 				t.Errorf("hint %q does not say %q", h, c.hint)
 			}
 		})
+	}
+
+	// The failed migration was rolled back as a whole.
+	raw, err = sql.Open("sqlite3", foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var n, v int
+	if err := raw.QueryRow("SELECT count(*) FROM sqlite_master WHERE name = 'profiles'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("half-applied migration left a profiles table (%d, %v)", n, err)
+	}
+	if err := raw.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 0 {
+		t.Errorf("user_version = %d, %v after a failed migration; want 0", v, err)
 	}
 }
 
@@ -584,6 +600,81 @@ func TestConcurrentWriters(t *testing.T) {
 	}
 	if v, _ := dbs[1].Version(ctx); v != SchemaVersion() {
 		t.Errorf("version %d after concurrent open", v)
+	}
+}
+
+// helperEnv names the catalog a re-executed test binary writes to.
+const helperEnv = "DIRECTOR_CATALOG_TEST_WRITER"
+
+// TestHelperWriter is the second process of TestTwoProcesses; it does
+// nothing in a normal run.
+func TestHelperWriter(t *testing.T) {
+	path := os.Getenv(helperEnv)
+	if path == "" {
+		return
+	}
+	ctx := context.Background()
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := 0; i < 100; i++ {
+		if err := db.InsertSnapshot(ctx, snap(fmt.Sprintf("child-%d", i), "shared", time.Now())); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.AddEvent(ctx, Event{Kind: EventAction, Profile: "shared"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Two real processes open a new catalog at the same moment and write at
+// once: both succeed and every row lands.
+func TestTwoProcesses(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "director.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWriter$", "-test.count=1")
+	cmd.Env = append(os.Environ(), helperEnv+"="+path)
+	var childOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &childOut, &childOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Keep writing for as long as the child runs, so the two overlap.
+	var childErr error
+	parent := 0
+	for running := true; running || parent < 100; parent++ {
+		select {
+		case childErr = <-done:
+			running = false
+		default:
+		}
+		if err := db.InsertSnapshot(ctx, snap(fmt.Sprintf("parent-%d", parent), "shared", time.Now())); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.AddEvent(ctx, Event{Kind: EventAction, Profile: "shared"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("this process wrote %d snapshots while the other wrote 100", parent)
+	if childErr != nil {
+		t.Fatalf("second process: %v\n%s", childErr, childOut.String())
+	}
+	ids, err := db.SnapshotIDs(ctx)
+	if err != nil || len(ids) != parent+100 || !ids["child-99"] {
+		t.Errorf("%d snapshots, want %d + 100 (%v)", len(ids), parent, err)
+	}
+	evs, err := db.ListEvents(ctx, EventFilter{Profile: "shared"})
+	if err != nil || len(evs) != parent+100 {
+		t.Errorf("%d events, want %d (%v)", len(evs), parent+100, err)
 	}
 }
 
