@@ -424,13 +424,13 @@ func TestRunsAndSessions(t *testing.T) {
 		t.Errorf("ListRuns(work) = %+v, %v", runs, err)
 	}
 
-	// Pruning the snapshot a run took keeps the run, without the link.
+	// Pruning the snapshot a run took keeps the run and its history.
 	if err := db.DeleteSnapshot(ctx, "snap1"); err != nil {
 		t.Fatal(err)
 	}
-	r, _ = db.GetRun(ctx, run.ID)
-	if r.SnapshotID != "" {
-		t.Errorf("run still points at the deleted snapshot %q", r.SnapshotID)
+	r, err = db.GetRun(ctx, run.ID)
+	if err != nil || r.SnapshotID != "snap1" {
+		t.Errorf("after prune, run = %+v, %v", r, err)
 	}
 	ss, err := db.ListSessions(ctx, "", 10)
 	if err != nil || len(ss) != 1 {

@@ -35,7 +35,10 @@ CREATE TABLE runs (
     error_code  TEXT NOT NULL DEFAULT '',
     started_at  TEXT NOT NULL,
     ended_at    TEXT,
-    snapshot_id TEXT REFERENCES snapshots (id) ON DELETE SET NULL
+    -- The snapshot the run took. Not a foreign key: the run's history keeps
+    -- the id after prune deletes the snapshot, and a run is never lost
+    -- because its snapshot row is missing.
+    snapshot_id TEXT
 );
 CREATE INDEX runs_started ON runs (started_at);
 
