@@ -1,0 +1,414 @@
+package launcher
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"director/errcode"
+	"director/internal/testsite"
+)
+
+// requireChrome returns the Chrome to test with. Without one the test fails
+// when CI is set (CI must run these) and skips otherwise.
+func requireChrome(t *testing.T) string {
+	t.Helper()
+	p, err := Find("")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI is set and no Chromium is installed: %v", err)
+		}
+		t.Skipf("no Chromium: %v", err)
+	}
+	return p
+}
+
+// testLog writes launcher logs into the test log.
+func testLog(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// launch starts a headless Chrome for the test site and closes it at the end
+// of the test (if the test did not).
+func launch(t *testing.T, site *testsite.Site, o Options) *Browser {
+	t.Helper()
+	o.ChromePath = requireChrome(t)
+	o.Headless = true
+	o.ExtraFlags = append(o.ExtraFlags, site.ChromeFlags()...)
+	if o.Log == nil {
+		o.Log = testLog(t)
+	}
+	b, err := Launch(testCtx(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_ = b.Close(ctx)
+	})
+	return b
+}
+
+func login(t *testing.T, b *Browser, site *testsite.Site) {
+	t.Helper()
+	err := chromedp.Do(b.Context(),
+		chromedp.Navigate(site.At("/login")),
+		chromedp.SendKeys("#username", "alice"),
+		chromedp.SendKeys("#password", "secret"),
+		chromedp.Click("#submit"),
+		chromedp.WaitVisible("#whoami"))
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func text(t *testing.T, b *Browser, url, sel string) string {
+	t.Helper()
+	if err := chromedp.Do(b.Context(), chromedp.Navigate(url), chromedp.WaitVisible(sel)); err != nil {
+		t.Fatalf("%s %s: %v", url, sel, err)
+	}
+	s, err := chromedp.Run(b.Context(), chromedp.Text(sel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// browserCookies returns the cookies the site sees from the browser.
+func browserCookies(t *testing.T, b *Browser, site *testsite.Site) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	if err := json.Unmarshal([]byte(text(t, b, site.At("/cookies"), "#cookies")), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func closeNow(t *testing.T, b *Browser) {
+	t.Helper()
+	if err := b.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func processGone(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return errors.Is(err, syscall.ESRCH)
+}
+
+// processesUsing counts live processes whose command line names dir.
+func processesUsing(dir string) int {
+	n := 0
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); strings.Contains(string(stat), ") Z ") {
+			continue
+		}
+		for _, arg := range strings.Split(string(b), "\x00") {
+			if arg == "--user-data-dir="+dir {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+func TestLaunchLoginPersistsAcrossGracefulClose(t *testing.T) {
+	site := testsite.New(t)
+	dir := filepath.Join(t.TempDir(), "work")
+	b := launch(t, site, Options{UserDataDir: dir, Viewport: Viewport{1024, 700}})
+	if b.Version() == "" || b.PID() == 0 || b.UserDataDir() != dir || b.Incognito() {
+		t.Errorf("version %q pid %d dir %q incognito %v", b.Version(), b.PID(), b.UserDataDir(), b.Incognito())
+	}
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("profile dir mode: %v %v", st.Mode(), err)
+	}
+	login(t, b, site)
+	if got := text(t, b, site.At("/storage?set=v1"), "#ready"); got != "ready" {
+		t.Fatal(got)
+	}
+	if ls, idb := text(t, b, site.At("/storage?set=v1"), "#ls"), text(t, b, site.At("/storage"), "#idb"); ls != "v1" || idb != "v1" {
+		t.Fatalf("storage ls=%q idb=%q", ls, idb)
+	}
+	info, inUse, err := ProfileInUse(dir)
+	if err != nil || !inUse || info.PID != b.PID() || !info.Local {
+		t.Fatalf("while running: inUse=%v info=%+v err=%v", inUse, info, err)
+	}
+	if _, err := CleanRuntimeFiles(dir); errcode.Of(err) != errcode.ProfileInUse {
+		t.Errorf("CleanRuntimeFiles on a live profile: %v", err)
+	}
+	// A persistent cookie set just before the close must still reach the disk.
+	if got := text(t, b, site.At("/setcookie?name=late&value=L&max_age=3600"), "#set"); got != "late" {
+		t.Fatal(got)
+	}
+	pid := b.PID()
+	closeNow(t, b)
+	select {
+	case <-b.Done():
+	default:
+		t.Fatal("Done not closed after Close")
+	}
+	if !processGone(pid) || b.Killed() || b.ExitErr() != nil || !b.Closing() {
+		t.Fatalf("after Close: gone=%v killed=%v exit=%v", processGone(pid), b.Killed(), b.ExitErr())
+	}
+	if n := processesUsing(dir); n != 0 {
+		t.Errorf("%d Chrome processes still use the profile", n)
+	}
+	if _, inUse, _ := ProfileInUse(dir); inUse {
+		t.Error("profile still in use after Close")
+	}
+	for _, f := range RuntimeFiles() {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("%s left behind by a graceful close", f)
+		}
+	}
+	// Linux Chrome keeps the cookie database at Default/Cookies (the
+	// Network/ location is Windows' sandboxed network service).
+	_, err1 := os.Stat(filepath.Join(dir, "Default", "Cookies"))
+	_, err2 := os.Stat(filepath.Join(dir, "Default", "Network", "Cookies"))
+	if err1 != nil && err2 != nil {
+		t.Errorf("no cookie database on disk: %v; %v", err1, err2)
+	}
+
+	logins := site.Logins()
+	b2 := launch(t, site, Options{UserDataDir: dir})
+	if got := text(t, b2, site.At("/account"), "#whoami"); got != "Logged in as alice" {
+		t.Errorf("after relaunch: %q", got)
+	}
+	if site.Logins() != logins {
+		t.Error("relaunch needed a new login")
+	}
+	if c := browserCookies(t, b2, site); c["late"] != "L" {
+		t.Errorf("cookie set just before close lost: %v", testsite.SortedCookieNames(c))
+	}
+	if ls, idb := text(t, b2, site.At("/storage"), "#ls"), text(t, b2, site.At("/storage"), "#idb"); ls != "v1" || idb != "v1" {
+		t.Errorf("storage after relaunch ls=%q idb=%q", ls, idb)
+	}
+}
+
+func TestSessionCookieSurvival(t *testing.T) {
+	requireChrome(t)
+	site := testsite.New(t)
+	tests := []struct {
+		name     string
+		keep     bool
+		wantSess bool
+	}{
+		// The control: Chrome's default drops session cookies at exit.
+		{name: "default drops session cookies", keep: false, wantSess: false},
+		{name: "KeepSessionCookies keeps them", keep: true, wantSess: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			b := launch(t, site, Options{UserDataDir: dir, KeepSessionCookies: tc.keep})
+			login(t, b, site)
+			if c := browserCookies(t, b, site); c[testsite.SessionCookie] == "" {
+				t.Fatalf("no session cookie after login: %v", testsite.SortedCookieNames(c))
+			}
+			closeNow(t, b)
+			b2 := launch(t, site, Options{UserDataDir: dir, KeepSessionCookies: tc.keep})
+			c := browserCookies(t, b2, site)
+			if c[testsite.PersistentCookie] == "" {
+				t.Errorf("persistent cookie lost: %v", testsite.SortedCookieNames(c))
+			}
+			if got := c[testsite.SessionCookie] != ""; got != tc.wantSess {
+				t.Errorf("session cookie present=%v, want %v", got, tc.wantSess)
+			}
+			tabs, err := b2.Tabs(testCtx(t))
+			if err != nil || len(tabs) != 1 {
+				t.Errorf("relaunch has %d tabs (%v), want 1: saved tabs must not come back", len(tabs), err)
+			}
+		})
+	}
+}
+
+func TestCloseKillsStubbornChrome(t *testing.T) {
+	site := testsite.New(t)
+	dir := t.TempDir()
+	b := launch(t, site, Options{UserDataDir: dir, CloseTimeout: 1500 * time.Millisecond})
+	if got := text(t, b, site.At("/landing"), "#host"); got == "" {
+		t.Fatal("no page")
+	}
+	pid := b.PID()
+	// A real Chrome that cannot answer: stopped, it ignores Browser.close.
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	b.log = slog.New(slog.NewTextHandler(&logs, nil))
+	if err := b.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !b.Killed() || !processGone(pid) {
+		t.Fatalf("killed=%v gone=%v", b.Killed(), processGone(pid))
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "killing it") {
+		t.Errorf("no warning logged: %s", logs.String())
+	}
+	if n := processesUsing(dir); n != 0 {
+		t.Errorf("%d leftover Chrome processes", n)
+	}
+	// The kill leaves Chrome's runtime files behind: stale, and cleaned by
+	// the next launch.
+	if _, err := os.Lstat(filepath.Join(dir, "SingletonLock")); err != nil {
+		t.Fatalf("expected a stale SingletonLock after a kill: %v", err)
+	}
+	if _, inUse, _ := ProfileInUse(dir); inUse {
+		t.Fatal("a dead Chrome's lock counts as in use")
+	}
+	b2 := launch(t, site, Options{UserDataDir: dir})
+	if got := text(t, b2, site.At("/landing"), "#host"); got == "" {
+		t.Error("relaunch after a kill failed")
+	}
+}
+
+func TestSecondLaunchOnProfileRefused(t *testing.T) {
+	site := testsite.New(t)
+	dir := t.TempDir()
+	launch(t, site, Options{UserDataDir: dir})
+	_, err := Launch(testCtx(t), Options{UserDataDir: dir, Headless: true})
+	if errcode.Of(err) != errcode.ProfileInUse || errcode.HintOf(err) == "" {
+		t.Fatalf("second launch: %v (%s)", err, errcode.Of(err))
+	}
+}
+
+func TestIncognitoLeavesNothing(t *testing.T) {
+	site := testsite.New(t)
+	b := launch(t, site, Options{})
+	dir := b.UserDataDir()
+	if !b.Incognito() || dir == "" {
+		t.Fatalf("incognito=%v dir=%q", b.Incognito(), dir)
+	}
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("temp dir: %v %v", st, err)
+	}
+	login(t, b, site)
+	closeNow(t, b)
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("incognito dir still there: %v", err)
+	}
+	if n := processesUsing(dir); n != 0 {
+		t.Errorf("%d processes still use the incognito dir", n)
+	}
+}
+
+func TestDoneWhenChromeDies(t *testing.T) {
+	site := testsite.New(t)
+	b := launch(t, site, Options{UserDataDir: t.TempDir()})
+	if err := syscall.Kill(b.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("Done not closed after the browser died")
+	}
+	if b.Closing() || b.ExitErr() == nil {
+		t.Errorf("closing=%v exit=%v: a crash must not look like a Close", b.Closing(), b.ExitErr())
+	}
+	if err := b.Close(testCtx(t)); err != nil {
+		t.Errorf("Close after a crash: %v", err)
+	}
+}
+
+func TestTabs(t *testing.T) {
+	site := testsite.New(t)
+	b := launch(t, site, Options{})
+	ctx := testCtx(t)
+	tctx, cancel, err := b.NewTab(ctx, site.At("/landing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := chromedp.Run(tctx, chromedp.Text("#host")); err != nil || !strings.HasPrefix(s, "127.0.0.1:") {
+		t.Fatalf("new tab: %q %v", s, err)
+	}
+	tabs, err := b.Tabs(ctx)
+	if err != nil || len(tabs) != 2 {
+		t.Fatalf("tabs %d %v", len(tabs), err)
+	}
+	cancel()
+	tabs, _ = b.Tabs(ctx)
+	if len(tabs) != 1 {
+		t.Errorf("after closing the tab: %d tabs", len(tabs))
+	}
+	// The second domain of the test site resolves through ChromeFlags.
+	if got := text(t, b, site.On(testsite.BlockedHost, "/landing"), "#host"); !strings.HasPrefix(got, testsite.BlockedHost+":") {
+		t.Errorf("blocked host landing: %q", got)
+	}
+}
+
+func TestAttachToRemoteBrowser(t *testing.T) {
+	chrome := requireChrome(t)
+	site := testsite.New(t)
+	dir := t.TempDir()
+	cmd := exec.Command(chrome, append(Args(Options{Headless: true}, dir)[:0:0],
+		"--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir="+dir,
+		"--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1", "about:blank")...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	var port string
+	for i := 0; i < 200 && port == ""; i++ {
+		if f, err := os.Open(filepath.Join(dir, "DevToolsActivePort")); err == nil {
+			sc := bufio.NewScanner(f)
+			if sc.Scan() {
+				port = sc.Text()
+			}
+			f.Close()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if port == "" {
+		t.Fatal("remote Chrome wrote no DevToolsActivePort")
+	}
+	b, err := Launch(testCtx(t), Options{CDPURL: "http://127.0.0.1:" + port, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.Remote() || b.PID() != 0 || b.Version() == "" {
+		t.Errorf("remote=%v pid=%d version=%q", b.Remote(), b.PID(), b.Version())
+	}
+	if got := text(t, b, site.At("/landing"), "#host"); !strings.HasPrefix(got, "127.0.0.1:") {
+		t.Errorf("landing via remote: %q", got)
+	}
+	closeNow(t, b)
+	time.Sleep(200 * time.Millisecond)
+	if processGone(cmd.Process.Pid) {
+		t.Fatal("Close killed a remote browser")
+	}
+	if _, err := Launch(testCtx(t), Options{CDPURL: "http://127.0.0.1:1"}); errcode.Of(err) != errcode.BrowserLaunchFailed {
+		t.Errorf("attach to nothing: %v", err)
+	}
+}
