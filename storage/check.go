@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
@@ -34,7 +33,9 @@ type Report struct {
 	Problem   Problem `json:"problem,omitempty"`
 	Diagnosis string  `json:"diagnosis,omitempty"`
 	Hint      string  `json:"hint,omitempty"`
-	err       error
+
+	err        error
+	failedStep string
 }
 
 // Err is nil for a passing report, else a storage_unavailable error
@@ -43,7 +44,7 @@ func (r Report) Err() error {
 	if r.OK {
 		return nil
 	}
-	return errcode.Hinted(r.err, errcode.StorageUnavailable, r.Hint, "store check failed: %s", r.Diagnosis)
+	return errcode.Hinted(r.err, errcode.StorageUnavailable, r.Hint, "store check of %s failed at %s: %s", r.Store, r.failedStep, r.Diagnosis)
 }
 
 // Check runs a put / stat / list / get / delete round trip of a small probe
@@ -65,8 +66,8 @@ func Check(ctx context.Context, s Store) Report {
 			st.Code, st.Error = errcode.Of(err), err.Error()
 			if rep.OK {
 				rep.OK = false
-				rep.err = err
-				rep.Problem, rep.Diagnosis, rep.Hint = diagnose(name, err)
+				rep.err, rep.failedStep = err, name
+				rep.Problem, rep.Diagnosis, rep.Hint = diagnose(err)
 			}
 		}
 		rep.Steps = append(rep.Steps, st)
@@ -143,7 +144,7 @@ func checkMismatch(format string, args ...any) error {
 }
 
 // diagnose explains the first failure of a check.
-func diagnose(step string, err error) (Problem, string, string) {
+func diagnose(err error) (Problem, string, string) {
 	p := ProblemOf(err)
 	hint := errcode.HintOf(err)
 	var d string
@@ -168,5 +169,5 @@ func diagnose(step string, err error) (Problem, string, string) {
 	if hint == "" {
 		hint = problemHint(p)
 	}
-	return p, fmt.Sprintf("%s (at %s: %v)", d, step, err), hint
+	return p, d, hint
 }

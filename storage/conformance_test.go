@@ -505,8 +505,8 @@ func (g *genReader) Read(p []byte) (int, error) {
 	if g.hook != nil && g.n >= g.at {
 		g.hook()
 	}
-	if rem := g.size - g.n; int64(len(p)) > rem {
-		p = p[:rem]
+	if rem := min(g.size-g.n, 256<<10); int64(len(p)) > rem {
+		p = p[:rem] // small reads, so that hooks fire where asked
 	}
 	off := int(g.n % int64(len(pattern)))
 	n := copy(p, pattern[off:])

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -20,19 +20,18 @@ import (
 
 // s3Store keeps objects in an S3-compatible bucket through minio-go/v7.
 //
-//   - Uploads stream: one part of Options.PartSize is buffered at a time
-//     (NumThreads 1, and the body's Seek/ReadAt are hidden from minio-go so
-//     it never picks its buffer-per-thread paths); an unknown size becomes a
-//     multipart upload. A failed upload is aborted, and pending multipart
-//     uploads of the key are removed, with a fresh bounded context.
+//   - Uploads stream: one part of Options.PartSize is buffered at a time,
+//     so each request can be retried by minio-go; a body larger than one
+//     part becomes a multipart upload, aborted on failure with a fresh
+//     bounded context (see Put).
 //   - New objects are written with If-None-Match: * (on the single PUT and
 //     on CompleteMultipartUpload), so two machines never replace each
 //     other's archive where the server supports conditional writes (AWS S3
-//     since 2024, MinIO, R2, versitygw). A Stat before the upload refuses
-//     existing keys early everywhere; on a server that ignores the header
-//     only that check remains, and two writers racing on one key between
-//     the Stat and the end of the upload could still overwrite each other.
-//     director's keys carry a random suffix, which makes that race moot.
+//     since 2024, MinIO, R2; versitygw v1.8.0 on PUT only). A Stat before
+//     the upload refuses existing keys early everywhere, and another one
+//     right before a multipart completion narrows the race on servers that
+//     ignore the header to one request's time. director's keys carry a
+//     random suffix, which makes that race moot in practice.
 //   - Custom endpoints use path-style addressing; AWS uses the default.
 type s3Store struct {
 	bucket   string
@@ -180,7 +179,8 @@ func (s *s3Store) classify(ctx context.Context, what string, err error) error {
 	case "NoSuchBucket":
 		return s.noBucket(what, err)
 	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "ExpiredToken",
-		"InvalidSecurity", "AuthorizationHeaderMalformed", "AllAccessDisabled", "AccountProblem":
+		"InvalidSecurity", "AuthorizationHeaderMalformed", "AllAccessDisabled", "AccountProblem",
+		"XAdminUserNotFound", "InvalidArgument.AccessKey":
 		return fail(s, what, ProblemCredentials, false,
 			fmt.Sprintf("the server refused the credentials (%s): check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or --aws-access-key-id and --aws-secret-access-key) and that the key may read and write bucket %s", resp.Code, s.bucket), err)
 	case "RequestTimeTooSkewed":
@@ -221,15 +221,24 @@ func (s *s3Store) noBucket(what string, err error) error {
 		fmt.Sprintf("bucket %q does not exist; create it first, e.g.: %s (or: mc mb ALIAS/%s)", s.bucket, mb, s.bucket), err)
 }
 
-// notFoundOrNoBucket refines a 404 from HEAD or GET, which does not say
-// whether the key or the bucket is missing.
-func (s *s3Store) notFoundOrNoBucket(ctx context.Context, key, what string, nf error) error {
-	bctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+// explainHead re-asks with a one-key listing when HEAD failed with 404 or
+// 403: a HEAD answer has no body, so minio-go guesses NoSuchKey or
+// AccessDenied from the status alone, which hides a missing bucket, an
+// unknown access key (versitygw answers 404) or clock skew (403). The
+// listing has a body with the real error code.
+func (s *s3Store) explainHead(ctx context.Context, key, what string, headErr error) error {
+	lctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
-	if ok, err := s.meta.BucketExists(bctx, s.bucket); err == nil && !ok {
-		return s.noBucket(what, nf)
+	for o := range s.meta.ListObjects(lctx, s.bucket, minio.ListObjectsOptions{Prefix: s.full(key), MaxKeys: 1}) {
+		if o.Err != nil {
+			return s.classify(ctx, what, o.Err)
+		}
+		break
 	}
-	return notFound(s, key)
+	if errors.Is(headErr, ErrNotFound) {
+		return notFound(s, key)
+	}
+	return headErr
 }
 
 func (s *s3Store) Stat(ctx context.Context, key string) (Object, error) {
@@ -246,8 +255,8 @@ func (s *s3Store) Stat(ctx context.Context, key string) (Object, error) {
 		obj = Object{Key: key, Size: info.Size, Modified: info.LastModified.UTC()}
 		return nil
 	})
-	if errors.Is(err, ErrNotFound) {
-		return Object{}, s.notFoundOrNoBucket(ctx, key, what, err)
+	if p := ProblemOf(err); p == ProblemNotFound || p == ProblemCredentials {
+		return Object{}, s.explainHead(ctx, key, what, err)
 	}
 	return obj, err
 }
@@ -276,7 +285,7 @@ func (s *s3Store) Get(ctx context.Context, key string) (io.ReadCloser, Object, e
 	})
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return nil, Object{}, s.notFoundOrNoBucket(ctx, key, what, err)
+			return nil, Object{}, notFound(s, key)
 		}
 		return nil, Object{}, err
 	}
@@ -334,73 +343,141 @@ func (s *s3Store) Delete(ctx context.Context, key string) error {
 	return err
 }
 
+// Put uploads r. A body that fits in one part (PartSize) is read into
+// memory and sent as one conditional PUT; a larger one goes up as a
+// multipart upload of PartSize parts, one buffered at a time. Every request
+// then has an in-memory, replayable body, so minio-go retries each one on
+// transient failures (Options.Retry.Attempts tries) whatever r is, and a
+// failure that outlasts the retries aborts the upload.
+//
+// Just before completing a multipart upload Put checks the key again, and
+// the completion carries If-None-Match: *. versitygw v1.8.0 honours that
+// header on PUT but not on CompleteMultipartUpload (see
+// TestS3ServerHonoursIfNoneMatch), so there the last check narrows the race
+// between two writers of one key to the time of one request.
 func (s *s3Store) Put(ctx context.Context, key string, r io.Reader, size int64) error {
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
 	what := fmt.Sprintf("put %q", key)
-	// Refuse an existing key before sending any data; the conditional
-	// write below closes the race where the server supports it.
+	// Refuse an existing key before sending any data.
 	if _, err := s.Stat(ctx, key); err == nil {
 		return exists(s, key)
 	} else if !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	rewind, canReplay := replayable(r)
-	attempts := 1
-	if canReplay {
-		attempts = s.opts.Retry.Attempts
+	body := newBody(ctxReader{ctx, r}, size)
+	partSize := int64(s.opts.PartSize)
+	if size >= 0 && size < partSize {
+		partSize = size
 	}
-	for attempt := 1; ; attempt++ {
-		body := newBody(r, size)
-		popts := minio.PutObjectOptions{
-			ContentType: "application/octet-stream",
-			PartSize:    s.opts.PartSize,
-			NumThreads:  1,
-		}
-		popts.SetMatchETagExcept("*")
-		_, err := s.put.PutObject(ctx, s.bucket, s.full(key), body, size, popts)
-		if err == nil {
-			return nil
-		}
-		s.cleanup(ctx, key)
-		if cerr := ctxErr(ctx, s, what); cerr != nil {
-			return cerr
-		}
-		if berr := body.bodyFailure(s, key); berr != nil {
-			return berr
-		}
-		cerr := s.classify(ctx, what, err)
-		if !isTransient(cerr) || attempt >= attempts || ctx.Err() != nil {
-			if isTransient(cerr) && !canReplay {
-				return errcode.Hinted(cerr, errcode.StorageUnavailable,
-					"the upload was streamed and cannot be replayed, so it was not retried; nothing was left in the store: run the command again once the store is back (director store check tells when)",
-					"upload interrupted")
+	buf := make([]byte, partSize)
+	n, rerr := io.ReadFull(body, buf)
+	if err := s.putFailure(ctx, key, what, body, rerr); err != nil {
+		return err
+	}
+	popts := minio.PutObjectOptions{ContentType: "application/octet-stream"}
+	popts.SetMatchETagExcept("*")
+	core := minio.Core{Client: s.put}
+	if size >= 0 && int64(n) == size {
+		// Make sure the body ends where announced.
+		var probe [1]byte
+		if _, err := body.Read(probe[:]); err != io.EOF {
+			if err == nil {
+				err = errSizeMismatch
 			}
-			return cerr
-		}
-		wait := s.opts.Retry.delay(attempt)
-		s.opts.Log.Warn("upload failed, retrying", "store", s.String(), "key", key, "attempt", attempt, "wait", wait, "err", err)
-		select {
-		case <-ctx.Done():
-			return s.classify(ctx, what, err)
-		case <-time.After(wait):
-		}
-		if err := rewind(); err != nil {
-			return errcode.Wrap(err, errcode.Internal, "%s: %s", s, what)
+			if ferr := s.putFailure(ctx, key, what, body, err); ferr != nil {
+				return ferr
+			}
 		}
 	}
+	if rerr != nil || (size >= 0 && int64(n) == size) {
+		// The whole body is in buf: one conditional PUT.
+		_, err := core.PutObject(ctx, s.bucket, s.full(key), bytes.NewReader(buf[:n]), int64(n), "", "", popts)
+		if err != nil {
+			return interrupted(s.classify(ctx, what, err))
+		}
+		return nil
+	}
+	return interrupted(s.putMultipart(ctx, key, what, body, buf, popts))
 }
 
-// cleanup aborts any pending multipart upload of key after a failed Put.
-// minio-go aborts its own upload already; this also catches one whose abort
-// failed. It runs with a fresh context so that a cancelled Put still cleans
-// up, bounded by CallTimeout.
-func (s *s3Store) cleanup(ctx context.Context, key string) {
+// interrupted adds what a user needs after an upload failed for a transient
+// reason, when the retries of every request ran out.
+func interrupted(err error) error {
+	if !isTransient(err) {
+		return err
+	}
+	return errcode.Hinted(err, errcode.StorageUnavailable,
+		errcode.HintOf(err)+"; the upload was abandoned and left no object: run the command again once the store is back (director store check tells when)",
+		"upload interrupted")
+}
+
+func (s *s3Store) putMultipart(ctx context.Context, key, what string, body *bodyReader, buf []byte, popts minio.PutObjectOptions) (err error) {
+	core := minio.Core{Client: s.put}
+	full := s.full(key)
+	uploadID, err := core.NewMultipartUpload(ctx, s.bucket, full, popts)
+	if err != nil {
+		return s.classify(ctx, what, err)
+	}
+	defer func() {
+		if err != nil {
+			s.abort(ctx, key, uploadID)
+		}
+	}()
+	var parts []minio.CompletePart
+	n := len(buf) // the first part is already in buf
+	for part := 1; ; part++ {
+		p, err := core.PutObjectPart(ctx, s.bucket, full, uploadID, part, bytes.NewReader(buf[:n]), int64(n), minio.PutObjectPartOptions{})
+		if err != nil {
+			return s.classify(ctx, what, fmt.Errorf("part %d: %w", part, err))
+		}
+		parts = append(parts, minio.CompletePart{PartNumber: part, ETag: p.ETag})
+		var rerr error
+		n, rerr = io.ReadFull(body, buf)
+		if err := s.putFailure(ctx, key, what, body, rerr); err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	// Last check before the object appears; see Put.
+	if _, err := s.meta.StatObject(ctx, s.bucket, full, minio.StatObjectOptions{}); err == nil {
+		return exists(s, key)
+	}
+	if _, err := core.CompleteMultipartUpload(ctx, s.bucket, full, uploadID, parts, popts); err != nil {
+		return s.classify(ctx, what, err)
+	}
+	return nil
+}
+
+// putFailure turns a failed read of the body into the error to return:
+// the caller's cancellation, the body's own error (e.g. MaxSize's), or nil
+// when the read merely reached the end.
+func (s *s3Store) putFailure(ctx context.Context, key, what string, body *bodyReader, rerr error) error {
+	if rerr == nil || rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+		return nil
+	}
+	if err := ctxErr(ctx, s, what); err != nil {
+		return err
+	}
+	if err := body.bodyFailure(s, key); err != nil {
+		return err
+	}
+	return errcode.Wrap(rerr, errcode.Internal, "%s: %s: reading the upload", s, what)
+}
+
+// abort removes a failed multipart upload, with a fresh context so that a
+// cancelled Put still cleans up, bounded by CallTimeout. If the server is
+// unreachable the parts stay (they are no object: List and Get never show
+// them); a bucket lifecycle rule AbortIncompleteMultipartUpload removes them.
+func (s *s3Store) abort(ctx context.Context, key, uploadID string) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.CallTimeout)
 	defer cancel()
-	if err := s.meta.RemoveIncompleteUpload(cctx, s.bucket, s.full(key)); err != nil {
-		s.opts.Log.Warn("could not remove the failed upload's parts; a bucket lifecycle rule (AbortIncompleteMultipartUpload) will",
-			"store", s.String(), "key", key, "err", err)
+	core := minio.Core{Client: s.meta}
+	if err := core.AbortMultipartUpload(cctx, s.bucket, s.full(key), uploadID); err != nil {
+		s.opts.Log.Warn("could not abort the failed upload; its parts stay until a bucket lifecycle rule (AbortIncompleteMultipartUpload) removes them",
+			"store", s.String(), "key", key, "upload_id", uploadID, "err", err)
 	}
 }

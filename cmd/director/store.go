@@ -1,6 +1,119 @@
 package main
 
-import "github.com/urfave/cli/v2"
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
 
-// storeCommands returns the commands of this file. Placeholder until its owner fills it.
-func storeCommands() []*cli.Command { return nil }
+	"github.com/urfave/cli/v2"
+
+	"director/errcode"
+	"director/storage"
+)
+
+// storeFlags are the store credentials, each with its environment variable.
+// They are global flags (see newApp), so every command that opens the store
+// sees them; prefer the environment variables: flags show up in ps.
+func storeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "aws-access-key-id", EnvVars: []string{"AWS_ACCESS_KEY_ID"}, Usage: "access key `ID` of s3:// stores"},
+		&cli.StringFlag{Name: "aws-secret-access-key", EnvVars: []string{"AWS_SECRET_ACCESS_KEY"}, Usage: "secret `KEY` of s3:// stores (prefer the environment variable)"},
+		&cli.StringFlag{Name: "supabase-url", EnvVars: []string{"SUPABASE_URL"}, Usage: "Supabase project `URL` of supabase:// stores, e.g. https://abcdefgh.supabase.co"},
+		&cli.StringFlag{Name: "supabase-service-key", EnvVars: []string{"SUPABASE_SERVICE_KEY"}, Usage: "Supabase service_role `KEY` of supabase:// stores (prefer the environment variable)"},
+	}
+}
+
+// flagOrEnv reads a store flag, falling back to its environment variable
+// for commands whose lineage does not define the flag.
+func flagOrEnv(c *cli.Context, name, env string) string {
+	if v := c.String(name); v != "" {
+		return v
+	}
+	return os.Getenv(env)
+}
+
+// openStore opens the configured store (--store / DIRECTOR_STORE) with the
+// credentials of storeFlags.
+func openStore(ctx context.Context, c *cli.Context, g *globals) (storage.Store, error) {
+	return storage.Open(ctx, g.StoreURL(), storage.Options{
+		AWSAccessKeyID:     flagOrEnv(c, "aws-access-key-id", "AWS_ACCESS_KEY_ID"),
+		AWSSecretAccessKey: flagOrEnv(c, "aws-secret-access-key", "AWS_SECRET_ACCESS_KEY"),
+		SupabaseURL:        flagOrEnv(c, "supabase-url", "SUPABASE_URL"),
+		SupabaseServiceKey: flagOrEnv(c, "supabase-service-key", "SUPABASE_SERVICE_KEY"),
+		Log:                g.Log,
+	})
+}
+
+// storeCommands returns `director store check`.
+func storeCommands() []*cli.Command {
+	return []*cli.Command{{
+		Name:  "store",
+		Usage: "inspect the configured store",
+		Subcommands: []*cli.Command{{
+			Name:  "check",
+			Usage: "put, stat, list, get and delete a small probe object, timing each step and diagnosing failures",
+			Description: "Writes a probe under " + storage.CheckPrefix + " in the store given by --store (DIRECTOR_STORE),\n" +
+				"reads it back and deletes it. A failure is diagnosed: bad credentials, missing bucket,\n" +
+				"unreachable endpoint, clock skew, or a failing server. Exits 1 with storage_unavailable\n" +
+				"when any step fails.",
+			Flags: []cli.Flag{
+				&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "give up the whole check after `DURATION`"},
+			},
+			Action: storeCheck,
+		}},
+	}}
+}
+
+// storeCheckJSON is the --json answer of a passing check.
+type storeCheckJSON struct {
+	Status string `json:"status"`
+	storage.Report
+}
+
+func storeCheck(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return errcode.New(errcode.InvalidInput, "store check takes no arguments").WithHint("choose the store with --store or DIRECTOR_STORE")
+	}
+	g := getGlobals(c)
+	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+	defer cancel()
+	s, err := openStore(ctx, c, g)
+	if err != nil {
+		return err
+	}
+	rep := storage.Check(ctx, s)
+	if rep.OK {
+		g.emit(storeCheckJSON{Status: "ok", Report: rep}, func(w io.Writer) { printCheck(w, rep) })
+		return nil
+	}
+	// On failure --json prints only the error object (one JSON object per
+	// command); the error's message names the failing step and diagnosis.
+	if !g.JSON && !g.Quiet {
+		printCheck(g.Stdout, rep)
+	}
+	return rep.Err()
+}
+
+func printCheck(w io.Writer, rep storage.Report) {
+	fmt.Fprintf(w, "store %s\n", rep.Store)
+	for _, st := range rep.Steps {
+		switch {
+		case st.Skipped:
+			fmt.Fprintf(w, "  %-7s skipped\n", st.Name)
+		case st.OK:
+			fmt.Fprintf(w, "  %-7s ok      %8.1f ms\n", st.Name, st.DurationMS)
+		default:
+			fmt.Fprintf(w, "  %-7s FAILED  %8.1f ms  [%s] %s\n", st.Name, st.DurationMS, st.Code, st.Error)
+		}
+	}
+	if rep.OK {
+		fmt.Fprintln(w, "ok: the store works")
+		return
+	}
+	fmt.Fprintf(w, "diagnosis: %s\n", rep.Diagnosis)
+	if rep.Hint != "" {
+		fmt.Fprintf(w, "hint: %s\n", rep.Hint)
+	}
+}

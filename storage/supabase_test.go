@@ -1,0 +1,191 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"director/errcode"
+)
+
+// These tests run the supabase backend against the protocol double of
+// supabase_double_test.go (no Supabase Storage server can run here).
+
+func TestSupabaseCreatesPrivateBucketWhenMissing(t *testing.T) {
+	d := newSupabaseDouble(t)
+	s := mustOpen(t, "supabase://", d.opts())
+	if objs, err := s.List(context.Background(), ""); err != nil || len(objs) != 0 {
+		t.Fatalf("List = %v, %v", objs, err)
+	}
+	d.mu.Lock()
+	ok := d.buckets[DefaultSupabaseBucket]
+	d.mu.Unlock()
+	if !ok {
+		t.Fatalf("bucket %s was not created", DefaultSupabaseBucket)
+	}
+	// A second store sees the bucket and does not create it again.
+	d.requests = nil
+	s2 := mustOpen(t, "supabase://", d.opts())
+	put(t, s2, "a", "x")
+	for _, r := range d.requests {
+		if r == "POST /storage/v1/bucket" {
+			t.Errorf("bucket created again: %q", d.requests)
+		}
+	}
+}
+
+func TestSupabaseEscapesPaths(t *testing.T) {
+	d := newSupabaseDouble(t)
+	s := mustOpen(t, "supabase://snaps/team one", d.opts())
+	key := "work/a b#c?d%e&f.tar.zst"
+	put(t, s, key, "data")
+	if got := get(t, s, key); got != "data" {
+		t.Fatalf("Get = %q", got)
+	}
+	if names := d.names("snaps"); !slices.Equal(names, []string{"team one/" + key}) {
+		t.Errorf("stored names %q", names)
+	}
+	want := "POST /storage/v1/object/snaps/team%20one/work/a%20b%23c%3Fd%25e&f.tar.zst"
+	if !slices.Contains(d.requests, want) {
+		t.Errorf("no request %q among %q", want, d.requests)
+	}
+	// "//" is refused before any request, never collapsed as storage-go does.
+	n := len(d.requests)
+	err := s.Put(context.Background(), "work//double.tar.zst", strings.NewReader("x"), 1)
+	if errcode.Of(err) != errcode.InvalidInput {
+		t.Errorf("Put with // = %v, want invalid_input", err)
+	}
+	if len(d.requests) != n {
+		t.Errorf("a request was sent for an invalid key: %q", d.requests[n:])
+	}
+}
+
+// TestSupabaseLegacyErrorStatuses: older servers answer errors with HTTP
+// 400 and the real status in the body's statusCode; the codes still follow
+// the real status.
+func TestSupabaseLegacyErrorStatuses(t *testing.T) {
+	d := newSupabaseDouble(t)
+	d.legacy = true
+	s := mustOpen(t, "supabase://legacy", d.opts())
+	ctx := context.Background()
+	put(t, s, "k", "v")
+	if err := s.Put(ctx, "k", bytes.NewReader([]byte("w")), 1); !errors.Is(err, ErrExists) {
+		t.Errorf("second Put = %v, want ErrExists", err)
+	}
+	if _, _, err := s.Get(ctx, "missing"); errcode.Of(err) != errcode.SnapshotNotFound {
+		t.Errorf("Get of a missing key = %v, want snapshot_not_found", err)
+	}
+	if _, err := s.Stat(ctx, "missing"); errcode.Of(err) != errcode.SnapshotNotFound {
+		t.Errorf("Stat of a missing key = %v, want snapshot_not_found", err)
+	}
+	// The conditional create raced past the Stat: the 409 in the body wins.
+	d.mu.Lock()
+	d.fail = nil
+	d.mu.Unlock()
+}
+
+func TestSupabaseErrors(t *testing.T) {
+	d := newSupabaseDouble(t)
+	closed := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return "http://" + l.Addr().String()
+	}()
+	badKey := d.opts()
+	badKey.SupabaseServiceKey = "anon-key"
+	down := d.opts()
+	down.SupabaseURL = closed
+	tests := []struct {
+		name    string
+		opts    Options
+		want    Problem
+		hintHas string
+	}{
+		{"wrong key", badKey, ProblemCredentials, "SUPABASE_SERVICE_KEY"},
+		{"unreachable", down, ProblemUnreachable, "SUPABASE_URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := Check(context.Background(), mustOpen(t, "supabase://", tt.opts))
+			if rep.OK || rep.Problem != tt.want || !strings.Contains(rep.Hint, tt.hintHas) {
+				t.Fatalf("Check = %+v, want %s with %q in the hint", rep, tt.want, tt.hintHas)
+			}
+			if errcode.Of(rep.Err()) != errcode.StorageUnavailable {
+				t.Errorf("Err() = %v", rep.Err())
+			}
+		})
+	}
+}
+
+func TestSupabaseRetries(t *testing.T) {
+	method := func(m string) func(*http.Request) bool {
+		return func(r *http.Request) bool { return r.Method == m && strings.Contains(r.URL.Path, "/object/") }
+	}
+	tests := []struct {
+		name      string
+		fails     int64
+		match     func(*http.Request) bool
+		call      func(s Store) error
+		wantErr   bool
+		wantCalls int64
+	}{
+		{"stat recovers after two 503s", 2, method(http.MethodHead), func(s Store) error { _, err := s.Stat(context.Background(), "obj"); return err }, false, 3},
+		{"stat gives up after 4 attempts", -1, method(http.MethodHead), func(s Store) error { _, err := s.Stat(context.Background(), "obj"); return err }, true, 4},
+		{"get recovers", 2, method(http.MethodGet), func(s Store) error { _, _, err := s.Get(context.Background(), "obj"); return err }, false, 3},
+		{"list recovers", 2, func(r *http.Request) bool { return strings.Contains(r.URL.Path, "/object/list/") }, func(s Store) error { _, err := s.List(context.Background(), ""); return err }, false, 3},
+		{"delete recovers", 2, method(http.MethodDelete), func(s Store) error { return s.Delete(context.Background(), "gone") }, false, 3},
+		{"seekable put recovers", 2, method(http.MethodPost), func(s Store) error {
+			return s.Put(context.Background(), "seekable", bytes.NewReader([]byte("replayable")), 10)
+		}, false, 3},
+		{"streamed put is not replayed", 2, method(http.MethodPost), func(s Store) error {
+			return s.Put(context.Background(), "streamed", io.MultiReader(strings.NewReader("one-shot")), -1)
+		}, true, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newSupabaseDouble(t)
+			s := mustOpen(t, "supabase://", d.opts())
+			put(t, s, "obj", "content")
+			var seen atomic.Int64
+			d.mu.Lock()
+			d.fail = func(r *http.Request) int {
+				if !tt.match(r) {
+					return 0
+				}
+				if n := seen.Add(1); tt.fails < 0 || n <= tt.fails {
+					return http.StatusServiceUnavailable
+				}
+				return 0
+			}
+			d.mu.Unlock()
+			err := tt.call(s)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if err != nil {
+				if errcode.Of(err) != errcode.StorageUnavailable || errcode.HintOf(err) == "" {
+					t.Errorf("err = %v (hint %q), want storage_unavailable with a hint", err, errcode.HintOf(err))
+				}
+				if strings.Contains(tt.name, "put") && !strings.Contains(errcode.HintOf(err), "again") {
+					t.Errorf("hint %q of a failed upload does not say to run again", errcode.HintOf(err))
+				}
+			}
+			if got := seen.Load(); got != tt.wantCalls {
+				t.Errorf("%d matching requests, want %d", got, tt.wantCalls)
+			}
+			if names := d.names(DefaultSupabaseBucket); slices.Contains(names, "streamed") {
+				t.Errorf("a failed Put left its object: %q", names)
+			}
+		})
+	}
+}

@@ -1,0 +1,161 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"director/errcode"
+)
+
+func TestMaxSize(t *testing.T) {
+	tests := []struct {
+		name    string
+		data    int
+		limit   int64
+		wantErr bool
+	}{
+		{"under", 10, 11, false},
+		{"exact", 10, 10, false},
+		{"empty at zero", 0, 0, false},
+		{"one over", 11, 10, true},
+		{"far over", 1 << 20, 1000, true},
+		{"any byte over zero", 1, 0, true},
+	}
+	for _, tt := range tests {
+		for _, oneByte := range []bool{false, true} {
+			src := io.Reader(bytes.NewReader(bytes.Repeat([]byte("x"), tt.data)))
+			if oneByte {
+				src = iotest.OneByteReader(src)
+			}
+			got, err := io.ReadAll(MaxSize(src, tt.limit))
+			if int64(len(got)) > tt.limit {
+				t.Errorf("%s: passed on %d bytes, limit %d", tt.name, len(got), tt.limit)
+			}
+			if tt.wantErr != (err != nil) {
+				t.Errorf("%s: err = %v, want error %v", tt.name, err, tt.wantErr)
+			}
+			if err != nil && (!errors.Is(err, ErrTooLarge) || errcode.Of(err) != errcode.InvalidInput || errcode.HintOf(err) == "") {
+				t.Errorf("%s: err = %v, want invalid_input wrapping ErrTooLarge with a hint", tt.name, err)
+			}
+			if err == nil && len(got) != tt.data {
+				t.Errorf("%s: got %d bytes, want %d", tt.name, len(got), tt.data)
+			}
+		}
+	}
+	// A source error passes through unchanged.
+	boom := errors.New("boom")
+	if _, err := io.ReadAll(MaxSize(iotest.ErrReader(boom), 10)); !errors.Is(err, boom) {
+		t.Errorf("source error = %v", err)
+	}
+}
+
+func TestRetryPolicy(t *testing.T) {
+	p := RetryPolicy{BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second}.withDefaults()
+	if p.Attempts != 4 {
+		t.Errorf("default attempts %d", p.Attempts)
+	}
+	for attempt, full := range []time.Duration{100, 200, 400, 800, 1000, 1000} {
+		full *= time.Millisecond
+		for range 50 {
+			d := p.delay(attempt + 1)
+			if d < full/2 || d > full {
+				t.Fatalf("delay(%d) = %v, want within [%v, %v]", attempt+1, d, full/2, full)
+			}
+		}
+	}
+
+	transient := fail(&fileStore{dir: "/x"}, "op", ProblemServer, true, "", errors.New("503"))
+	permanent := fail(&fileStore{dir: "/x"}, "op", ProblemCredentials, false, "", errors.New("403"))
+	tests := []struct {
+		name  string
+		errs  []error
+		want  error
+		calls int
+	}{
+		{"success", []error{nil}, nil, 1},
+		{"two transient then success", []error{transient, transient, nil}, nil, 3},
+		{"always transient: bounded", []error{transient, transient, transient, transient, transient, transient}, transient, 4},
+		{"permanent: no retry", []error{permanent, nil}, permanent, 1},
+	}
+	fast := RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}.withDefaults()
+	for _, tt := range tests {
+		calls := 0
+		err := fast.do(context.Background(), discard(), "op", time.Second, func(ctx context.Context) error {
+			if _, ok := ctx.Deadline(); !ok {
+				t.Errorf("%s: attempt without a deadline", tt.name)
+			}
+			calls++
+			return tt.errs[calls-1]
+		})
+		if err != tt.want || calls != tt.calls {
+			t.Errorf("%s: err %v after %d calls, want %v after %d", tt.name, err, calls, tt.want, tt.calls)
+		}
+	}
+	// Cancellation stops the waiting.
+	ctx, cancel := context.WithCancel(context.Background())
+	slow := RetryPolicy{BaseDelay: time.Hour, MaxDelay: time.Hour}
+	calls := 0
+	go cancel()
+	if err := slow.withDefaults().do(ctx, discard(), "op", 0, func(context.Context) error { calls++; return transient }); err == nil || calls != 1 {
+		t.Errorf("cancelled retry: %v after %d calls", err, calls)
+	}
+}
+
+func TestValidateKey(t *testing.T) {
+	good := []string{"a", "work/work-20261122T031700Z-k3x9.tar.zst", ".director-check/x", "a b/#c", "ü/名"}
+	bad := []string{"", "/a", "a/", "a//b", "..", "a/../b", "./a", `a\b`, "a\x00b", "a\nb", "\xff", strings.Repeat("a", 1025)}
+	for _, k := range good {
+		if err := ValidateKey(k); err != nil {
+			t.Errorf("ValidateKey(%q) = %v", k, err)
+		}
+	}
+	for _, k := range bad {
+		if err := ValidateKey(k); errcode.Of(err) != errcode.InvalidInput || !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("ValidateKey(%q) = %v, want invalid_input", k, err)
+		}
+	}
+	for _, p := range []string{"", "a", "a/", "a/b", ".director-check/", ".", "a/."} {
+		if err := validatePrefix(p); err != nil {
+			t.Errorf("validatePrefix(%q) = %v", p, err)
+		}
+	}
+	for _, p := range []string{"/a", "a//", "../", "a/../"} {
+		if err := validatePrefix(p); err == nil {
+			t.Errorf("validatePrefix(%q) passed", p)
+		}
+	}
+}
+
+// TestFileStorePermissions: archives hold live credentials.
+func TestFileStorePermissions(t *testing.T) {
+	dir := t.TempDir() + "/store"
+	s := mustOpen(t, "file://"+dir, Options{})
+	put(t, s, "work/a.tar.zst", "secret")
+	for p, want := range map[string]uint32{dir: 0o700, dir + "/work": 0o700, dir + "/work/a.tar.zst": 0o600} {
+		fi, err := statMode(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi != want {
+			t.Errorf("%s has mode %o, want %o", p, fi, want)
+		}
+	}
+}
+
+func statMode(p string) (uint32, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0, err
+	}
+	return uint32(fi.Mode().Perm()), nil
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
