@@ -1,6 +1,203 @@
 package main
 
-import "github.com/urfave/cli/v2"
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
 
-// profileOpenCommand is "director profile open"; nil until implemented.
-func profileOpenCommand() *cli.Command { return nil }
+	"github.com/chromedp/chromedp"
+	"github.com/urfave/cli/v2"
+
+	"director/errcode"
+	"director/launcher"
+	"director/profiles"
+)
+
+// How `profile open` ended the browser session.
+const (
+	closedByWindow    = "window_closed"
+	closedByEnter     = "enter"
+	closedByInterrupt = "interrupt"
+)
+
+// profileOpenCommand is "director profile open NAME": Chrome on the profile
+// for a manual login, then optionally a snapshot.
+func profileOpenCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "open",
+		Usage:     "open Chrome on a profile to log in by hand, then (with --snapshot) snapshot it",
+		ArgsUsage: "NAME",
+		Description: "Starts Chrome (headed) on the profile, creating the profile when missing. Log in, then close\n" +
+			"the window or press Enter here (Ctrl-C works too): Chrome is closed gracefully so that it writes its\n" +
+			"cookies, and with --snapshot the profile is snapshotted right away. Session-only cookies are kept\n" +
+			"(the profile is set to \"continue where you left off\"). Refused when the profile is in use.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "url", Usage: "open `URL` in the first tab (the site's login page)"},
+			&cli.BoolFlag{Name: "snapshot", Usage: "snapshot the profile after the browser is closed"},
+			&cli.StringFlag{Name: "note", Usage: "note for the --snapshot (default: \"profile open\")"},
+			&cli.BoolFlag{Name: "headless", Usage: "run without a window (for scripts: close with Enter or end of input)"},
+			&cli.StringFlag{Name: "chrome", EnvVars: []string{"CHROME_PATH"}, Usage: "Chrome or Chromium binary `PATH`"},
+			&cli.DurationFlag{Name: "close-timeout", Value: launcher.DefaultCloseTimeout, Usage: "how long to wait for Chrome to exit before killing it"},
+		},
+		Action: withManager(profileOpen),
+	}
+}
+
+// openResult is the --json answer of `profile open`.
+type openResult struct {
+	Status   string                   `json:"status"`
+	Profile  string                   `json:"profile"`
+	Path     string                   `json:"path"`
+	Created  bool                     `json:"created,omitempty"`
+	ClosedBy string                   `json:"closed_by"`
+	Killed   bool                     `json:"killed,omitempty"`
+	Chrome   string                   `json:"chrome_version,omitempty"`
+	Open     time.Duration            `json:"open_ns"`
+	Snapshot *profiles.SnapshotResult `json:"snapshot,omitempty"`
+}
+
+func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
+	name, err := oneArg(c, "profile NAME")
+	if err != nil {
+		return err
+	}
+	if err := profiles.ValidateName(name); err != nil {
+		return err
+	}
+	headless := c.Bool("headless")
+	if !headless && runtime.GOOS == "linux" && os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+		return errcode.New(errcode.BrowserLaunchFailed, "no display to show Chrome on (DISPLAY and WAYLAND_DISPLAY are unset)").
+			WithHint("run it in a desktop session (or over ssh -X), or log in elsewhere and restore the snapshot here; --headless opens it without a window")
+	}
+	ctx := c.Context
+
+	// The profile lock keeps snapshot, restore and runs off the profile
+	// while the person logs in; fail fast rather than wait.
+	lock, err := m.Lock(ctx, name, -1)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+
+	res := openResult{Status: "ok", Profile: name, Path: m.Dir(name)}
+	if _, err := os.Stat(m.Dir(name)); errors.Is(err, fs.ErrNotExist) {
+		if err := m.Create(ctx, name); err != nil {
+			return err
+		}
+		res.Created = true
+	}
+
+	b, err := launcher.Launch(ctx, launcher.Options{
+		ChromePath:         c.String("chrome"),
+		UserDataDir:        m.Dir(name),
+		Headless:           headless,
+		KeepSessionCookies: true,
+		CloseTimeout:       c.Duration("close-timeout"),
+		Log:                g.Log,
+	})
+	if err != nil {
+		return err
+	}
+	res.Chrome = b.Version()
+	started := time.Now()
+	closeCtx := context.WithoutCancel(ctx)
+	defer b.Close(closeCtx) // a no-op after the Close below
+
+	if u := c.String("url"); u != "" {
+		nctx, cancel := context.WithTimeout(b.Context(), 30*time.Second)
+		err := chromedp.Do(nctx, chromedp.Navigate(u))
+		cancel()
+		if err != nil {
+			g.Log.Warn("could not open the URL; navigate by hand", "url", u, "err", err)
+		}
+	}
+
+	say := func(format string, a ...any) {
+		if !g.Quiet {
+			fmt.Fprintf(g.Stderr, format, a...)
+		}
+	}
+	if res.Created {
+		say("created profile %s at %s\n", name, m.Dir(name))
+	}
+	if headless {
+		say("Chrome %s is running headless on profile %s. Press Enter (or Ctrl-C) to close it.\n", b.Version(), name)
+	} else {
+		say("Chrome is open on profile %s. Log in, then close the window or press Enter here.\n", name)
+	}
+
+	enter := make(chan struct{})
+	go func() {
+		// A line or the end of input both mean "done". The goroutine may
+		// outlive the command when nobody types; it only reads stdin.
+		_, _ = bufio.NewReader(stdinOf(c)).ReadString('\n')
+		close(enter)
+	}()
+	select {
+	case <-b.Done():
+		res.ClosedBy = closedByWindow
+	case <-enter:
+		res.ClosedBy = closedByEnter
+	case <-ctx.Done():
+		res.ClosedBy = closedByInterrupt
+	}
+	if res.ClosedBy != closedByWindow {
+		say("closing Chrome (waiting for it to save the profile)...\n")
+	}
+	if err := b.Close(closeCtx); err != nil {
+		return err
+	}
+	res.Open = time.Since(started)
+	res.Killed = b.Killed()
+	if res.ClosedBy == closedByWindow && b.ExitErr() != nil {
+		return errcode.New(errcode.BrowserLaunchFailed, "Chrome exited abnormally (%v); the profile was not snapshotted", b.ExitErr()).
+			WithHint("run `director profile open %s --snapshot` again and close the window normally", name)
+	}
+	if res.Killed {
+		say("warning: Chrome did not exit in time and was killed; recent cookies may be missing\n")
+	}
+
+	if c.Bool("snapshot") {
+		// The login is fresh: snapshot even after Ctrl-C. A second Ctrl-C
+		// stops the snapshot (which leaves nothing half-stored).
+		sctx, stop := signal.NotifyContext(context.WithoutCancel(ctx), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		note := c.String("note")
+		if note == "" {
+			note = "profile open"
+		}
+		say("snapshotting %s...\n", name)
+		snap, err := m.Snapshot(sctx, name, profiles.SnapshotOptions{Note: note, Lock: lock})
+		if err != nil {
+			return err
+		}
+		res.Snapshot = snap
+	}
+
+	g.emit(res, func(w io.Writer) {
+		fmt.Fprintf(w, "closed Chrome on %s (%s) after %s\n", name, res.ClosedBy, res.Open.Round(time.Second))
+		if s := res.Snapshot; s != nil {
+			fmt.Fprintf(w, "snapshot %s\n  archive  %s\n  files    %d, %s raw\n  took     %s\n",
+				s.ID, humanBytes(s.ArchiveSize), s.FileCount, humanBytes(s.RawSize), s.Duration.Round(time.Millisecond))
+		} else {
+			fmt.Fprintf(w, "next: director profile snapshot %s\n", name)
+		}
+	})
+	return nil
+}
+
+// stdinOf is the command's input (os.Stdin unless the app sets a Reader).
+func stdinOf(c *cli.Context) io.Reader {
+	if c.App.Reader != nil {
+		return c.App.Reader
+	}
+	return os.Stdin
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"director/errcode"
+	"director/internal/testsite"
+	"director/launcher"
+)
+
+// needChrome fails under CI and skips elsewhere when Chromium is missing.
+func needChrome(t *testing.T) {
+	t.Helper()
+	if _, err := launcher.Find(""); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI is set and no Chromium is installed: %v", err)
+		}
+		t.Skipf("no Chromium: %v", err)
+	}
+}
+
+// signalWriter collects output and closes ready when it first contains want.
+type signalWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	want  string
+	ready chan struct{}
+	once  sync.Once
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.want) {
+		w.once.Do(func() { close(w.ready) })
+	}
+	return len(p), nil
+}
+
+func (w *signalWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestProfileOpenSnapshot drives `director profile open NAME --headless
+// --url ... --snapshot --json` in process: the URL sets a cookie, Enter (or
+// Ctrl-C) closes Chrome, the snapshot is taken, and the cookie is on disk.
+func TestProfileOpenSnapshot(t *testing.T) {
+	needChrome(t)
+	site := testsite.New(t)
+	tests := []struct {
+		name         string
+		interrupt    bool
+		wantClosedBy string
+	}{
+		{name: "enter", wantClosedBy: closedByEnter},
+		{name: "ctrl-c", interrupt: true, wantClosedBy: closedByInterrupt},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			oldStdin := os.Stdin
+			os.Stdin = r
+			defer func() { os.Stdin = oldStdin }()
+
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			runCtx, interrupt := context.WithCancel(ctx)
+			defer interrupt()
+			stderr := &signalWriter{want: "Press Enter", ready: make(chan struct{})}
+			var stdout bytes.Buffer
+			done := make(chan int, 1)
+			go func() {
+				done <- run(runCtx, []string{"director", "--home", home, "--json", "profile", "open", "work",
+					"--headless", "--snapshot", "--url", site.At("/setcookie?name=opened&value=yes&max_age=3600")}, &stdout, stderr)
+			}()
+			select {
+			case <-stderr.ready:
+			case code := <-done:
+				t.Fatalf("exited %d early: %s %s", code, stdout.String(), stderr.String())
+			case <-ctx.Done():
+				t.Fatalf("no prompt: %s", stderr.String())
+			}
+			dir := filepath.Join(home, "browser-profiles", "work")
+			if _, inUse, _ := launcher.ProfileInUse(dir); !inUse {
+				t.Error("profile not in use while open")
+			}
+			if tc.interrupt {
+				interrupt()
+			} else {
+				_, _ = w.Write([]byte("\n"))
+			}
+			var code int
+			select {
+			case code = <-done:
+			case <-ctx.Done():
+				t.Fatal("open did not return")
+			}
+			if code != 0 {
+				t.Fatalf("exit %d: %s %s", code, stdout.String(), stderr.String())
+			}
+			var res openResult
+			if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+				t.Fatalf("%v: %s", err, stdout.String())
+			}
+			if res.ClosedBy != tc.wantClosedBy || !res.Created || res.Killed || res.Snapshot == nil || res.Snapshot.ID == "" || res.Snapshot.FileCount == 0 {
+				t.Fatalf("result %+v", res)
+			}
+			if _, inUse, _ := launcher.ProfileInUse(dir); inUse {
+				t.Error("profile still in use after open returned")
+			}
+			// The cookie the page set is in the profile.
+			b, err := launcher.Launch(ctx, launcher.Options{UserDataDir: dir, Headless: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close(ctx)
+			if err := chromedp.Do(b.Context(), chromedp.Navigate(site.At("/cookies"))); err != nil {
+				t.Fatal(err)
+			}
+			got, err := chromedp.Run(b.Context(), chromedp.Text("#cookies"))
+			if err != nil || !strings.Contains(got, `"opened":"yes"`) {
+				t.Errorf("cookies after open: %q %v", got, err)
+			}
+		})
+	}
+}
+
+func TestProfileOpenRefusesProfileInUse(t *testing.T) {
+	needChrome(t)
+	home := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := filepath.Join(home, "browser-profiles", "work")
+	b, err := launcher.Launch(ctx, launcher.Options{UserDataDir: dir, Headless: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"director", "--home", home, "--json", "profile", "open", "work", "--headless"}, &stdout, &stderr)
+	var out errorJSON
+	_ = json.Unmarshal(stdout.Bytes(), &out)
+	if code != errcode.ExitFailure || out.Error.Code != errcode.ProfileInUse || out.Error.Hint == "" {
+		t.Fatalf("exit %d, %s %s", code, stdout.String(), stderr.String())
+	}
+}
+
+func TestProfileOpenHeadedNeedsDisplay(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the display check is Linux-only")
+	}
+	t.Setenv("DISPLAY", "")
+	t.Setenv("WAYLAND_DISPLAY", "")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"director", "--home", t.TempDir(), "--json", "profile", "open", "work"}, &stdout, &stderr)
+	var out errorJSON
+	_ = json.Unmarshal(stdout.Bytes(), &out)
+	if code != errcode.ExitFailure || out.Error.Code != errcode.BrowserLaunchFailed || !strings.Contains(out.Error.Hint, "--headless") {
+		t.Fatalf("exit %d, %s", code, stdout.String())
+	}
+}
