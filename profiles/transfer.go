@@ -334,6 +334,15 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 	man, err := snapshot.Restore(ctx, body, m.Dir(name), snapshot.RestoreOptions{
 		ExtractOptions: snapshot.ExtractOptions{MaxArchiveBytes: maxSize},
 		BeforeSwap: func(man *snapshot.Manifest) error {
+			// Drain what follows the tar stream: through the decrypter first,
+			// so that age authenticates the final chunk, then the raw bytes,
+			// so that the hash covers the whole object.
+			if _, err := io.Copy(io.Discard, body); err != nil {
+				if errcode.Of(err) != errcode.Internal {
+					return err
+				}
+				return errcode.Wrap(err, errcode.SnapshotCorrupt, "reading the end of the archive")
+			}
 			if _, err := io.Copy(io.Discard, hr); err != nil {
 				return errcode.Wrap(err, errcode.StorageUnavailable, "reading the rest of the archive")
 			}

@@ -19,14 +19,14 @@ import (
 // run builds the app and runs it; it returns the process exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
-	err := app.RunContext(ctx, args)
+	err := app.RunContext(ctx, interspersed(app, args))
 	if err == nil {
 		return errcode.ExitOK
 	}
 	var exitErr cli.ExitCoder
 	if errors.As(err, &exitErr) && errcode.Of(err) == errcode.Internal {
-		// urfave/cli usage errors already printed their own message.
-		return exitErr.ExitCode()
+		// urfave/cli's own usage errors ("No help topic for 'x'").
+		err = errcode.New(errcode.InvalidInput, "%s", strings.TrimSpace(err.Error())).WithHint("run `director --help` for the commands")
 	}
 	if isUsageError(err) {
 		err = errcode.Wrap(err, errcode.InvalidInput, "invalid arguments")
@@ -158,14 +158,17 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Writer:               stdout,
 		ErrWriter:            stderr,
 		EnableBashCompletion: true,
+		// Errors are reported and mapped to exit codes by run, never by
+		// urfave/cli calling os.Exit itself.
+		ExitErrHandler: func(*cli.Context, error) {},
 		Metadata:             map[string]any{"globals": g},
-		Flags: []cli.Flag{
+		Flags: concatFlags([]cli.Flag{
 			&cli.StringFlag{Name: "home", EnvVars: []string{"DIRECTOR_HOME"}, Value: defaultHome(), Usage: "director's home: profiles in `DIR`/browser-profiles, catalog in DIR/director.db"},
 			&cli.StringFlag{Name: "store", EnvVars: []string{"DIRECTOR_STORE"}, Usage: "where archives live: file:///path, s3://bucket/prefix?endpoint=host:port, supabase://bucket/prefix (default file://<home>/snapshots)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors"},
 			&cli.StringFlag{Name: "log-level", EnvVars: []string{"DIRECTOR_LOG_LEVEL"}, Value: "warn", Usage: "log level on stderr: debug, info, warn, error"},
-		},
+		}, managerFlags(), storeFlags(), encryptionFlags()),
 		Before: func(c *cli.Context) error {
 			g.Home = c.String("home")
 			g.Store = c.String("store")
@@ -185,7 +188,26 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		},
 		Commands: commands(),
 	}
+	app.OnUsageError = quietUsageError
+	setUsageErrorHandler(app.Commands)
 	return app
+}
+
+// quietUsageError returns a flag error instead of printing the help page, so
+// that --json output stays one JSON object and text output one line + hint.
+func quietUsageError(c *cli.Context, err error, _ bool) error {
+	hint := "run `director --help`"
+	if c != nil && c.Command != nil && c.Command.HelpName != "" {
+		hint = "run `" + c.Command.HelpName + " --help`"
+	}
+	return errcode.Hinted(err, errcode.InvalidInput, hint, "invalid arguments")
+}
+
+func setUsageErrorHandler(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.OnUsageError = quietUsageError
+		setUsageErrorHandler(c.Subcommands)
+	}
 }
 
 // commands lists the top-level commands; each lives in its own file.
@@ -206,4 +228,12 @@ var commandSets = []func() []*cli.Command{
 	auditCommands,
 	keyCommands,
 	storeCommands,
+}
+
+func concatFlags(sets ...[]cli.Flag) []cli.Flag {
+	var out []cli.Flag
+	for _, s := range sets {
+		out = append(out, s...)
+	}
+	return out
 }

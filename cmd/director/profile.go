@@ -1,5 +1,406 @@
 package main
 
-import "github.com/urfave/cli/v2"
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+	"time"
 
-func profileCommands() []*cli.Command { return nil }
+	"github.com/urfave/cli/v2"
+
+	"director/catalog"
+	"director/encrypt"
+	"director/errcode"
+	"director/internal/progress"
+	"director/launcher"
+	"director/profiles"
+	"director/snapshot"
+)
+
+// openCatalog opens <home>/director.db.
+func openCatalog(ctx context.Context, g *globals) (*catalog.DB, error) {
+	if err := os.MkdirAll(g.Home, 0o700); err != nil {
+		return nil, errcode.Hinted(err, errcode.Internal, "check --home / DIRECTOR_HOME", "creating director home %s", g.Home)
+	}
+	return catalog.Open(ctx, g.CatalogPath())
+}
+
+// newManager opens the catalog and the store and builds a profiles.Manager
+// from the global flags. The caller closes m.Catalog.
+func newManager(c *cli.Context) (*profiles.Manager, error) {
+	g := getGlobals(c)
+	ctx := c.Context
+	cat, err := openCatalog(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	m := &profiles.Manager{
+		Root:                 g.ProfilesDir(),
+		Catalog:              cat,
+		Log:                  g.Log,
+		InsecureNoEncryption: c.Bool("insecure-no-encryption"),
+		MaxSize:              c.Int64("max-size"),
+		ChromeVersion: func(ctx context.Context) (string, error) {
+			path, err := launcher.Find(c.String("chrome"))
+			if err != nil {
+				return "", err
+			}
+			return chromeVersion(ctx, path)
+		},
+	}
+	fail := func(err error) (*profiles.Manager, error) {
+		_ = cat.Close()
+		return nil, err
+	}
+	if m.Store, err = openStore(ctx, c, g); err != nil {
+		return fail(err)
+	}
+	if s := c.String("age-recipients"); s != "" {
+		if m.Recipients, err = encrypt.ParseRecipients(s); err != nil {
+			return fail(err)
+		}
+	}
+	if p := c.String("age-identity"); p != "" {
+		if m.Identities, err = encrypt.LoadIdentities(p); err != nil {
+			return fail(err)
+		}
+	}
+	if progress.Enabled(os.Stderr, g.Quiet, g.JSON) {
+		m.NewProgress = func(label string, total int64) profiles.Progress {
+			return progress.New(g.Stderr, total, label, true)
+		}
+	}
+	return m, nil
+}
+
+// chromeVersion asks a Chrome binary for its version ("156.0.8078.73").
+func chromeVersion(ctx context.Context, path string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	if err != nil {
+		return "", err
+	}
+	v := versionRE.FindString(string(out))
+	if v == "" {
+		return "", fmt.Errorf("no version in %q", strings.TrimSpace(string(out)))
+	}
+	return v, nil
+}
+
+var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+`)
+
+// withManager runs fn with a Manager and closes it afterwards.
+func withManager(fn func(c *cli.Context, g *globals, m *profiles.Manager) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		m, err := newManager(c)
+		if err != nil {
+			return err
+		}
+		defer m.Catalog.Close()
+		return fn(c, getGlobals(c), m)
+	}
+}
+
+// oneArg returns the single positional argument or a usage error.
+func oneArg(c *cli.Context, what string) (string, error) {
+	if c.NArg() != 1 {
+		return "", errcode.New(errcode.InvalidInput, "%s expects exactly one %s, got %d arguments", c.Command.HelpName, what, c.NArg()).
+			WithHint("usage: %s [flags] %s (see %s --help)", c.Command.HelpName, c.Command.ArgsUsage, c.Command.HelpName)
+	}
+	return c.Args().First(), nil
+}
+
+func profileCommands() []*cli.Command {
+	subs := []*cli.Command{
+		{
+			Name: "create", Usage: "create an empty profile (a Chrome user-data-dir)", ArgsUsage: "NAME",
+			Description: "Creates <home>/browser-profiles/NAME (mode 0700). Log in with `director profile open NAME --snapshot`.",
+			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+				name, err := oneArg(c, "profile NAME")
+				if err != nil {
+					return err
+				}
+				if err := m.Create(c.Context, name); err != nil {
+					return err
+				}
+				g.emit(map[string]any{"status": "ok", "profile": name, "path": m.Dir(name)}, func(w io.Writer) {
+					fmt.Fprintf(w, "created profile %s at %s\nnext: director profile open %s --snapshot\n", name, m.Dir(name), name)
+				})
+				return nil
+			}),
+		},
+		{
+			Name: "list", Usage: "list local profiles with size, last snapshot and whether they are in use",
+			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+				list, err := m.List(c.Context)
+				if err != nil {
+					return err
+				}
+				g.emit(map[string]any{"status": "ok", "profiles": list}, func(w io.Writer) {
+					if len(list) == 0 {
+						fmt.Fprintln(w, "no profiles yet: director profile create NAME")
+						return
+					}
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "NAME\tSIZE\tLAST SNAPSHOT\tAGE\tIN USE")
+					for _, p := range list {
+						last, age := "-", "-"
+						if p.LastSnapshotAt != nil {
+							last, age = p.LastSnapshot, humanAge(time.Since(*p.LastSnapshotAt))
+						}
+						use := "no"
+						if p.InUse {
+							use = "yes: " + p.InUseBy
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, humanBytes(p.SizeBytes), last, age, use)
+					}
+					tw.Flush()
+				})
+				return nil
+			}),
+		},
+		{
+			Name: "path", Usage: "print a profile's user-data-dir", ArgsUsage: "NAME",
+			Action: func(c *cli.Context) error {
+				g := getGlobals(c)
+				name, err := oneArg(c, "profile NAME")
+				if err != nil {
+					return err
+				}
+				if err := profiles.ValidateName(name); err != nil {
+					return err
+				}
+				m := &profiles.Manager{Root: g.ProfilesDir()}
+				_, statErr := os.Stat(m.Dir(name))
+				g.emit(map[string]any{"status": "ok", "profile": name, "path": m.Dir(name), "exists": statErr == nil}, func(w io.Writer) {
+					fmt.Fprintln(w, m.Dir(name))
+				})
+				return nil
+			},
+		},
+		{
+			Name: "delete", Usage: "delete a local profile (and, with --with-snapshots, its snapshots)", ArgsUsage: "NAME",
+			Flags: []cli.Flag{&cli.BoolFlag{Name: "with-snapshots", Usage: "also delete every snapshot of the profile from the store and the catalog"}},
+			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+				name, err := oneArg(c, "profile NAME")
+				if err != nil {
+					return err
+				}
+				res, err := m.Delete(c.Context, name, c.Bool("with-snapshots"))
+				if err != nil {
+					return err
+				}
+				g.emit(map[string]any{"status": "ok", "result": res}, func(w io.Writer) {
+					fmt.Fprintf(w, "deleted profile %s", name)
+					if n := len(res.DeletedSnapshots); n > 0 {
+						fmt.Fprintf(w, " and %d snapshot(s)", n)
+					}
+					fmt.Fprintln(w)
+				})
+				return nil
+			}),
+		},
+		{
+			Name: "snapshot", Usage: "archive a profile into the store and record it in the catalog", ArgsUsage: "NAME",
+			Description: "Chrome must not be running on the profile. The default excludes (caches, crash dumps, metrics)\n" +
+				"are skipped; --exclude adds globs, --include re-includes them, --no-default-excludes archives everything.",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "note", Usage: "a note stored with the snapshot"},
+				&cli.StringSliceFlag{Name: "exclude", Usage: "also exclude paths matching `GLOB` (repeatable)"},
+				&cli.StringSliceFlag{Name: "include", Usage: "re-include paths matching `GLOB` that an exclude matched (repeatable)"},
+				&cli.BoolFlag{Name: "no-default-excludes", Usage: "do not apply the default excludes"},
+			},
+			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+				name, err := oneArg(c, "profile NAME")
+				if err != nil {
+					return err
+				}
+				res, err := m.Snapshot(c.Context, name, profiles.SnapshotOptions{
+					Note: c.String("note"), Excludes: excludesFrom(c), Includes: c.StringSlice("include"),
+				})
+				if err != nil {
+					return err
+				}
+				g.emit(map[string]any{"status": "ok", "snapshot": res}, func(w io.Writer) {
+					fmt.Fprintf(w, "snapshot %s\n  archive  %s (%s)\n  files    %d, %s raw\n  took     %s\n  stored   %s/%s\n",
+						res.ID, humanBytes(res.ArchiveSize), ratio(res.ArchiveSize, res.RawSize), res.FileCount,
+						humanBytes(res.RawSize), res.Duration.Round(time.Millisecond), res.Store, res.ObjectKey)
+				})
+				return nil
+			}),
+		},
+		{
+			Name: "restore", Usage: "restore a profile from a snapshot (created when missing)", ArgsUsage: "NAME [ID|latest]",
+			Description: "Streams the snapshot from the store (or --archive FILE), extracts it into a temp dir beside the\n" +
+				"profile, checks every file against the manifest, and swaps it in by rename. On any error the\n" +
+				"existing profile is untouched.",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "archive", Usage: "restore from this local archive `FILE` instead of the store"},
+				&cli.BoolFlag{Name: "force", Usage: "restore a snapshot written by a newer Chrome than the local one"},
+			},
+			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+				if c.NArg() < 1 || c.NArg() > 2 {
+					return errcode.New(errcode.InvalidInput, "profile restore expects NAME [ID|latest]").WithHint("usage: director profile restore NAME [ID|latest] [--archive FILE]")
+				}
+				name, ref := c.Args().Get(0), c.Args().Get(1)
+				if ref != "" && c.String("archive") != "" {
+					return errcode.New(errcode.InvalidInput, "give either a snapshot ID or --archive, not both")
+				}
+				res, err := m.Restore(c.Context, name, ref, profiles.RestoreOptions{Archive: c.String("archive"), Force: c.Bool("force")})
+				if err != nil {
+					return err
+				}
+				g.emit(map[string]any{"status": "ok", "restore": res}, func(w io.Writer) {
+					fmt.Fprintf(w, "restored %s from %s\n  files    %d, %s\n  path     %s\n  took     %s\n",
+						name, res.ID, res.FileCount, humanBytes(res.RawSize), res.Path, res.Duration.Round(time.Millisecond))
+				})
+				return nil
+			}),
+		},
+		{
+			Name: "snapshots", Usage: "list snapshots in the catalog, newest first", ArgsUsage: "[NAME]",
+			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+				list, err := m.Snapshots(c.Context, c.Args().First())
+				if err != nil {
+					return err
+				}
+				if list == nil {
+					list = []catalog.Snapshot{}
+				}
+				g.emit(map[string]any{"status": "ok", "snapshots": list}, func(w io.Writer) {
+					if len(list) == 0 {
+						fmt.Fprintln(w, "no snapshots: director profile snapshot NAME")
+						return
+					}
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "ID\tCREATED\tARCHIVE\tFILES\tRAW\tCHROME\tENCRYPTED\tNOTE")
+					for _, s := range list {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%v\t%s\n", s.ID, s.CreatedAt.Local().Format("2006-01-02 15:04:05"),
+							humanBytes(s.ArchiveSize), s.FileCount, humanBytes(s.RawSize), dash(s.ChromeVersion), s.Encrypted, s.Note)
+					}
+					tw.Flush()
+				})
+				return nil
+			}),
+		},
+		{
+			Name: "verify", Usage: "read a snapshot back from the store and check it against its manifest", ArgsUsage: "NAME [ID|latest]",
+			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+				if c.NArg() < 1 || c.NArg() > 2 {
+					return errcode.New(errcode.InvalidInput, "profile verify expects NAME [ID|latest]")
+				}
+				res, err := m.Verify(c.Context, c.Args().Get(0), c.Args().Get(1))
+				if err != nil {
+					return err
+				}
+				g.emit(map[string]any{"status": "ok", "verify": res}, func(w io.Writer) {
+					fmt.Fprintf(w, "ok: snapshot %s, %d files, %s, archive sha256 %s\n", res.ID, res.FileCount, humanBytes(res.RawSize), res.ArchiveSHA256)
+				})
+				return nil
+			}),
+		},
+		{
+			Name: "prune", Usage: "delete old snapshots of a profile (never the newest)", ArgsUsage: "NAME",
+			Flags: []cli.Flag{
+				&cli.IntFlag{Name: "keep-last", Usage: "keep the newest `N` snapshots (at least 1)", Required: true},
+				&cli.DurationFlag{Name: "keep-within", Usage: "also keep snapshots younger than `DURATION` (e.g. 168h)"},
+			},
+			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+				name, err := oneArg(c, "profile NAME")
+				if err != nil {
+					return err
+				}
+				if c.Int("keep-last") < 1 {
+					return errcode.New(errcode.InvalidInput, "--keep-last must be at least 1").WithHint("the newest snapshot is never pruned")
+				}
+				res, err := m.Prune(c.Context, name, c.Int("keep-last"), c.Duration("keep-within"))
+				if err != nil {
+					return err
+				}
+				g.emit(map[string]any{"status": "ok", "prune": res}, func(w io.Writer) {
+					fmt.Fprintf(w, "kept %d, deleted %d snapshot(s) of %s\n", len(res.Kept), len(res.Deleted), name)
+					for _, id := range res.Deleted {
+						fmt.Fprintf(w, "  deleted %s\n", id)
+					}
+				})
+				return nil
+			}),
+		},
+	}
+	if open := profileOpenCommand(); open != nil {
+		subs = append(subs, open)
+	}
+	return []*cli.Command{{
+		Name:        "profile",
+		Usage:       "create, open, snapshot, restore and prune Chrome profiles",
+		Subcommands: subs,
+	}}
+}
+
+// excludesFrom combines the default excludes and --exclude.
+func excludesFrom(c *cli.Context) []string {
+	var ex []string
+	if !c.Bool("no-default-excludes") {
+		ex = append(ex, snapshot.DefaultExcludes()...)
+	}
+	ex = append(ex, c.StringSlice("exclude")...)
+	if ex == nil {
+		ex = []string{}
+	}
+	return ex
+}
+
+// managerFlags are global flags that tune profile transfers.
+func managerFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.Int64Flag{Name: "max-size", EnvVars: []string{"DIRECTOR_MAX_SIZE"}, Value: profiles.DefaultMaxSize, Usage: "largest archive, in `BYTES`, to store or restore"},
+		&cli.BoolFlag{Name: "insecure-no-encryption", Usage: "allow plaintext archives in a remote store (they hold live cookies)"},
+		&cli.StringFlag{Name: "chrome", EnvVars: []string{"CHROME_PATH"}, Usage: "Chrome or Chromium binary `PATH` (default: search PATH and the usual install places)"},
+	}
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func humanAge(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}
+
+func ratio(a, b int64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%% of raw", 100*float64(a)/float64(b))
+}
+
+func dash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}

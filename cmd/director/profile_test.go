@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// cliEnv isolates a test from the caller's director settings.
+func cliEnv(t *testing.T) string {
+	t.Helper()
+	for _, k := range []string{"DIRECTOR_HOME", "DIRECTOR_STORE", "DIRECTOR_AGE_RECIPIENTS", "DIRECTOR_AGE_IDENTITY", "DIRECTOR_MAX_SIZE"} {
+		t.Setenv(k, "")
+	}
+	return filepath.Join(t.TempDir(), "home")
+}
+
+func decodeJSON(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, s)
+	}
+	return m
+}
+
+func TestProfileCommandsEndToEnd(t *testing.T) {
+	home := cliEnv(t)
+	d := func(args ...string) (int, string, string) {
+		return runDirector(t, append([]string{"--home", home}, args...)...)
+	}
+	if code, _, errOut := d("profile", "create", "work"); code != 0 {
+		t.Fatalf("create: %d %s", code, errOut)
+	}
+	prefs := filepath.Join(home, "browser-profiles", "work", "Default", "Preferences")
+	os.MkdirAll(filepath.Dir(prefs), 0o700)
+	os.WriteFile(prefs, []byte(`{"v":1}`), 0o600)
+
+	// Flags after the positional argument, and a global flag at the end.
+	code, out, errOut := d("profile", "snapshot", "work", "--note", "after login", "--json")
+	if code != 0 {
+		t.Fatalf("snapshot: %d %s %s", code, out, errOut)
+	}
+	snap := decodeJSON(t, out)["snapshot"].(map[string]any)
+	id := snap["id"].(string)
+	if !strings.HasPrefix(id, "work-") || snap["file_count"].(float64) != 1 {
+		t.Fatalf("snapshot output %v", snap)
+	}
+
+	code, out, _ = d("--json", "profile", "snapshots", "work")
+	snaps := decodeJSON(t, out)["snapshots"].([]any)
+	if code != 0 || len(snaps) != 1 || snaps[0].(map[string]any)["note"] != "after login" {
+		t.Fatalf("snapshots: %d %s", code, out)
+	}
+
+	code, out, _ = d("--json", "profile", "list")
+	list := decodeJSON(t, out)["profiles"].([]any)
+	if code != 0 || len(list) != 1 || list[0].(map[string]any)["last_snapshot"] != id {
+		t.Fatalf("list: %s", out)
+	}
+
+	os.WriteFile(prefs, []byte(`{"v":2}`), 0o600)
+	if code, _, errOut := d("profile", "restore", "work", "latest"); code != 0 {
+		t.Fatalf("restore: %d %s", code, errOut)
+	}
+	if b, _ := os.ReadFile(prefs); string(b) != `{"v":1}` {
+		t.Fatalf("restored Preferences = %s", b)
+	}
+	if code, out, _ := d("--json", "profile", "verify", "work", id); code != 0 || decodeJSON(t, out)["verify"].(map[string]any)["ok"] != true {
+		t.Fatalf("verify: %d %s", code, out)
+	}
+	if code, out, _ := d("profile", "path", "work"); code != 0 || strings.TrimSpace(out) != filepath.Join(home, "browser-profiles", "work") {
+		t.Fatalf("path: %s", out)
+	}
+	// A lost catalog comes back from the store.
+	os.Remove(filepath.Join(home, "director.db"))
+	code, out, _ = d("--json", "catalog", "rebuild")
+	if code != 0 || len(decodeJSON(t, out)["rebuild"].(map[string]any)["added"].([]any)) != 1 {
+		t.Fatalf("rebuild: %d %s", code, out)
+	}
+	if code, _, errOut := d("profile", "delete", "work", "--with-snapshots"); code != 0 {
+		t.Fatalf("delete: %d %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(home, "browser-profiles", "work")); !os.IsNotExist(err) {
+		t.Fatal("profile dir still there after delete")
+	}
+}
+
+func TestErrorsExitCodesAndJSON(t *testing.T) {
+	home := cliEnv(t)
+	tests := []struct {
+		name string
+		args []string
+		exit int
+		code string
+	}{
+		{"bad name", []string{"profile", "create", "Bad"}, 2, "invalid_input"},
+		{"missing arg", []string{"profile", "snapshot"}, 2, "invalid_input"},
+		{"unknown flag", []string{"profile", "list", "--nope"}, 2, "invalid_input"},
+		{"unknown command", []string{"bogus"}, 2, "invalid_input"},
+		{"missing profile", []string{"profile", "snapshot", "ghost"}, 1, "profile_not_found"},
+		{"no snapshot", []string{"profile", "restore", "ghost"}, 1, "snapshot_not_found"},
+		{"prune keep-last 0", []string{"profile", "prune", "ghost", "--keep-last", "0"}, 2, "invalid_input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, _ := runDirector(t, append([]string{"--home", home, "--json"}, tt.args...)...)
+			if code != tt.exit {
+				t.Errorf("exit %d, want %d (%s)", code, tt.exit, out)
+			}
+			m := decodeJSON(t, out)
+			e, _ := m["error"].(map[string]any)
+			if m["status"] != "error" || e["code"] != tt.code {
+				t.Errorf("got %s, want code %s", out, tt.code)
+			}
+		})
+	}
+	// Text mode: one line with the code, and a hint.
+	code, _, errOut := runDirector(t, "--home", home, "profile", "restore", "ghost")
+	if code != 1 || !strings.Contains(errOut, "[snapshot_not_found]") || !strings.Contains(errOut, "hint:") {
+		t.Errorf("text error: %d %q", code, errOut)
+	}
+}
