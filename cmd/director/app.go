@@ -161,7 +161,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		// Errors are reported and mapped to exit codes by run, never by
 		// urfave/cli calling os.Exit itself.
 		ExitErrHandler: func(*cli.Context, error) {},
-		Metadata:             map[string]any{"globals": g},
+		Metadata:       map[string]any{"globals": g},
 		Flags: concatFlags([]cli.Flag{
 			&cli.StringFlag{Name: "home", EnvVars: []string{"DIRECTOR_HOME"}, Value: defaultHome(), Usage: "director's home: profiles in `DIR`/browser-profiles, catalog in DIR/director.db"},
 			&cli.StringFlag{Name: "store", EnvVars: []string{"DIRECTOR_STORE"}, Usage: "where archives live: file:///path, s3://bucket/prefix?endpoint=host:port, supabase://bucket/prefix (default file://<home>/snapshots)"},
