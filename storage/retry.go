@@ -60,7 +60,7 @@ func (p RetryPolicy) do(ctx context.Context, log *slog.Logger, what string, time
 			return err
 		}
 		wait := p.delay(attempt)
-		log.Warn("store call failed, retrying", "call", what, "attempt", attempt, "of", p.Attempts, "wait", wait, "err", err)
+		log.Info("store call failed, retrying", "call", what, "attempt", attempt, "of", p.Attempts, "wait", wait, "err", err)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

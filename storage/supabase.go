@@ -398,7 +398,7 @@ func (s *supabaseStore) Put(ctx context.Context, key string, r io.Reader, size i
 			return interrupted(cerr)
 		}
 		wait := s.opts.Retry.delay(attempt)
-		s.opts.Log.Warn("upload failed, retrying", "store", s.String(), "key", key, "attempt", attempt, "wait", wait, "err", err)
+		s.opts.Log.Info("upload failed, retrying", "store", s.String(), "key", key, "attempt", attempt, "wait", wait, "err", err)
 		select {
 		case <-ctx.Done():
 			return s.classify(ctx, what, err)

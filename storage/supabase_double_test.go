@@ -30,6 +30,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -393,4 +394,11 @@ func (d *supabaseDouble) authFailures() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.authFails
+}
+
+// requestLog returns the requests received so far, as "METHOD /escaped/path".
+func (d *supabaseDouble) requestLog() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.requests)
 }

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"director/internal/s3test"
+)
+
+func TestStoreCheckCommand(t *testing.T) {
+	srv := s3test.Start(t)
+	home := t.TempDir()
+	keys := []string{"--aws-access-key-id", srv.AccessKey, "--aws-secret-access-key", srv.SecretKey}
+	tests := []struct {
+		name    string
+		store   string
+		env     map[string]string
+		flags   []string
+		exit    int
+		code    string // error code in --json, "" for success
+		hintHas string
+	}{
+		{"default file store", "", nil, nil, 0, "", ""},
+		{"s3 with keys from the environment", srv.StoreURL("cli"), map[string]string{"AWS_ACCESS_KEY_ID": srv.AccessKey, "AWS_SECRET_ACCESS_KEY": srv.SecretKey}, nil, 0, "", ""},
+		{"s3 with keys from flags", srv.StoreURL("cli"), nil, keys, 0, "", ""},
+		{"s3 with a bad secret", srv.StoreURL("cli"), map[string]string{"AWS_ACCESS_KEY_ID": srv.AccessKey, "AWS_SECRET_ACCESS_KEY": "wrong"}, nil, 1, "storage_unavailable", "AWS_SECRET_ACCESS_KEY"},
+		{"s3 with a missing bucket", "s3://nope-bucket?endpoint=" + srv.Endpoint + "&insecure=true", nil, keys, 1, "storage_unavailable", "nope-bucket"},
+		{"s3 without keys", srv.StoreURL("cli"), nil, nil, 2, "invalid_input", "AWS_ACCESS_KEY_ID"},
+		{"bad store URL", "s3://bucket?endpont=x", nil, keys, 2, "invalid_input", "s3://bucket/prefix"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "DIRECTOR_STORE", "SUPABASE_URL", "SUPABASE_SERVICE_KEY"} {
+				t.Setenv(k, tt.env[k])
+			}
+			args := []string{"director", "--home", home, "--json"}
+			if tt.store != "" {
+				args = append(args, "--store", tt.store)
+			}
+			args = append(append(args, tt.flags...), "store", "check")
+			var stdout, stderr bytes.Buffer
+			exit := run(context.Background(), args, &stdout, &stderr)
+			if exit != tt.exit {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", exit, tt.exit, stdout.String(), stderr.String())
+			}
+			var out struct {
+				Status string `json:"status"`
+				OK     bool   `json:"ok"`
+				Steps  []struct {
+					Name string `json:"name"`
+					OK   bool   `json:"ok"`
+				} `json:"steps"`
+				Error struct {
+					Code string `json:"code"`
+					Hint string `json:"hint"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+				t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout.String())
+			}
+			if tt.code == "" {
+				if out.Status != "ok" || !out.OK || len(out.Steps) != 5 {
+					t.Errorf("output %+v, want ok with 5 steps", out)
+				}
+				return
+			}
+			if out.Status != "error" || out.Error.Code != tt.code || !strings.Contains(out.Error.Hint, tt.hintHas) {
+				t.Errorf("output %+v, want code %s with %q in the hint", out, tt.code, tt.hintHas)
+			}
+			if strings.Contains(stdout.String()+stderr.String(), srv.SecretKey) {
+				t.Error("the secret key was printed")
+			}
+		})
+	}
+}
+
+func TestStoreCheckText(t *testing.T) {
+	t.Setenv("DIRECTOR_STORE", "")
+	var stdout, stderr bytes.Buffer
+	if exit := run(context.Background(), []string{"director", "--home", t.TempDir(), "store", "check"}, &stdout, &stderr); exit != 0 {
+		t.Fatalf("exit %d: %s", exit, stderr.String())
+	}
+	for _, want := range []string{"store file://", "put", "stat", "list", "get", "delete", "ok: the store works"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
