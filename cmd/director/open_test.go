@@ -65,9 +65,13 @@ func TestProfileOpenSnapshot(t *testing.T) {
 		name         string
 		interrupt    bool
 		wantClosedBy string
+		url          string // sets the cookie "opened"
+		restore      bool   // wipe the profile and restore the snapshot before checking
 	}{
-		{name: "enter", wantClosedBy: closedByEnter},
-		{name: "ctrl-c", interrupt: true, wantClosedBy: closedByInterrupt},
+		{name: "enter, persistent cookie", wantClosedBy: closedByEnter, url: "/setcookie?name=opened&value=yes&max_age=3600"},
+		// Issue 3 item 7: a session-only cookie survives snapshot, wipe and
+		// restore, because open keeps session cookies.
+		{name: "ctrl-c, session cookie, restored", interrupt: true, wantClosedBy: closedByInterrupt, url: "/setcookie?name=opened&value=yes", restore: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,7 +94,7 @@ func TestProfileOpenSnapshot(t *testing.T) {
 			done := make(chan int, 1)
 			go func() {
 				done <- run(runCtx, []string{"director", "--home", home, "--json", "profile", "open", "work",
-					"--headless", "--snapshot", "--url", site.At("/setcookie?name=opened&value=yes&max_age=3600")}, &stdout, stderr)
+					"--headless", "--snapshot", "--url", site.At(tc.url)}, &stdout, stderr)
 			}()
 			select {
 			case <-stderr.ready:
@@ -127,8 +131,17 @@ func TestProfileOpenSnapshot(t *testing.T) {
 			if _, inUse, _ := launcher.ProfileInUse(dir); inUse {
 				t.Error("profile still in use after open returned")
 			}
+			if tc.restore {
+				if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
+				}
+				var rout, rerr bytes.Buffer
+				if code := run(ctx, []string{"director", "--home", home, "profile", "restore", "work", "latest"}, &rout, &rerr); code != 0 {
+					t.Fatalf("restore exit %d: %s %s", code, rout.String(), rerr.String())
+				}
+			}
 			// The cookie the page set is in the profile.
-			b, err := launcher.Launch(ctx, launcher.Options{UserDataDir: dir, Headless: true})
+			b, err := launcher.Launch(ctx, launcher.Options{UserDataDir: dir, Headless: true, KeepSessionCookies: true})
 			if err != nil {
 				t.Fatal(err)
 			}
