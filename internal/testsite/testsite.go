@@ -135,8 +135,7 @@ func (s *Site) On(host, path string) string {
 }
 
 // ChromeFlags are the extra Chrome flags the site needs: BlockedHost resolves
-// to 127.0.0.1 (the port stays), and plain-http navigations are not first
-// tried over https.
+// to 127.0.0.1 (the port stays). Pass them as launcher.Options.ExtraFlags.
 func (s *Site) ChromeFlags() []string {
 	return []string{
 		"--host-resolver-rules=MAP " + BlockedHost + " 127.0.0.1",
