@@ -161,7 +161,9 @@ const maxKeyLen = 1024
 
 // ValidateKey checks the key grammar every backend shares: slash-separated,
 // non-empty segments, no "." or ".." segments, no backslashes, no leading or
-// trailing slash, no control characters, valid UTF-8, at most 1024 bytes.
+// trailing slash, no control characters, valid UTF-8, at most 1024 bytes,
+// and no segment starting with ".director-put-" (the file store's
+// temporary names).
 // Keys therefore map one to one onto files and onto S3 and Supabase paths,
 // and none of them is silently rewritten (storage-go collapses "//").
 func ValidateKey(key string) error {
@@ -206,6 +208,9 @@ func checkSegments(key string, prefix bool) error {
 	}
 	segs := strings.Split(key, "/")
 	for i, seg := range segs {
+		if strings.HasPrefix(seg, tempPrefix) {
+			return badKey(key, "names starting with %q are reserved for uploads in progress", tempPrefix)
+		}
 		switch seg {
 		case "":
 			return badKey(key, "empty path segment")

@@ -107,11 +107,24 @@ func Open(ctx context.Context, rawURL string, opts Options) (Store, error) {
 
 // IsRemote reports whether objects put into s leave this machine: false for
 // file:// stores, true for every other backend. Callers refuse unencrypted
-// uploads to remote stores.
+// uploads to remote stores. A store that wraps another should implement
+// Remote() bool by asking the wrapped one; a store IsRemote cannot tell
+// about counts as remote, the safe answer.
 func IsRemote(s Store) bool {
-	_, local := s.(*fileStore)
-	return !local
+	if r, ok := s.(interface{ Remote() bool }); ok {
+		return r.Remote()
+	}
+	return true
 }
+
+// Remote is false: objects stay on this machine.
+func (s *fileStore) Remote() bool { return false }
+
+// Remote is true.
+func (s *s3Store) Remote() bool { return true }
+
+// Remote is true.
+func (s *supabaseStore) Remote() bool { return true }
 
 const urlHint = "use file:///abs/path, s3://bucket/prefix?endpoint=host:port&region=us-east-1 or supabase://bucket/prefix"
 

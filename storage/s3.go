@@ -475,7 +475,7 @@ func (s *s3Store) putFailure(ctx context.Context, key, what string, body *bodyRe
 func (s *s3Store) abort(ctx context.Context, key, uploadID string) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.CallTimeout)
 	defer cancel()
-	core := minio.Core{Client: s.meta}
+	core := minio.Core{Client: s.put} // retries, in case the server is only blinking
 	if err := core.AbortMultipartUpload(cctx, s.bucket, s.full(key), uploadID); err != nil {
 		s.opts.Log.Warn("could not abort the failed upload; its parts stay until a bucket lifecycle rule (AbortIncompleteMultipartUpload) removes them",
 			"store", s.String(), "key", key, "upload_id", uploadID, "err", err)

@@ -111,7 +111,7 @@ func TestRetryPolicy(t *testing.T) {
 
 func TestValidateKey(t *testing.T) {
 	good := []string{"a", "work/work-20261122T031700Z-k3x9.tar.zst", ".director-check/x", "a b/#c", "ü/名"}
-	bad := []string{"", "/a", "a/", "a//b", "..", "a/../b", "./a", `a\b`, "a\x00b", "a\nb", "\xff", strings.Repeat("a", 1025)}
+	bad := []string{"", "/a", "a/", "a//b", "..", "a/../b", "./a", `a\b`, "a\x00b", "a\nb", "\xff", strings.Repeat("a", 1025), "w/.director-put-x.tmp"}
 	for _, k := range good {
 		if err := ValidateKey(k); err != nil {
 			t.Errorf("ValidateKey(%q) = %v", k, err)
@@ -159,3 +159,18 @@ func statMode(p string) (uint32, error) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+type wrapped struct{ Store }
+
+func (w wrapped) Remote() bool { return IsRemote(w.Store) }
+
+func TestIsRemoteThroughWrappers(t *testing.T) {
+	local := mustOpen(t, "file://"+t.TempDir(), Options{})
+	if IsRemote(local) || IsRemote(wrapped{local}) {
+		t.Error("a file store counts as remote")
+	}
+	type opaque struct{ Store }
+	if !IsRemote(opaque{local}) {
+		t.Error("a store that cannot tell must count as remote")
+	}
+}
