@@ -1,0 +1,211 @@
+package profiles
+
+import (
+	"context"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+
+	"director/catalog"
+	"director/errcode"
+	"director/internal/s3test"
+	"director/storage"
+)
+
+// s3Manager is a Manager on its own home that shares the S3 bucket of srv,
+// encrypting to id.
+func s3Manager(t *testing.T, srv *s3test.Server, id *age.X25519Identity) *Manager {
+	t.Helper()
+	ctx := context.Background()
+	home := t.TempDir()
+	st, err := storage.Open(ctx, srv.StoreURL("snaps"), storage.Options{
+		AWSAccessKeyID: srv.AccessKey, AWSSecretAccessKey: srv.SecretKey,
+		Retry: storage.RetryPolicy{Attempts: 2, BaseDelay: 50 * time.Millisecond, MaxDelay: 200 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Open(ctx, filepath.Join(home, "director.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	return &Manager{
+		Root: filepath.Join(home, "browser-profiles"), Store: st, Catalog: cat, LockWait: 30 * time.Second,
+		Recipients: []age.Recipient{id.Recipient()}, Identities: []age.Identity{id},
+	}
+}
+
+func TestS3FullCycleAndTwoMachines(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := context.Background()
+	id, _ := age.GenerateX25519Identity()
+	a := s3Manager(t, srv, id)
+	b := s3Manager(t, srv, id)
+
+	// A plaintext upload to a remote store is refused.
+	plain := s3Manager(t, srv, id)
+	plain.Recipients = nil
+	if err := plain.Create(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Snapshot(ctx, "x", SnapshotOptions{}); errcode.Of(err) != errcode.InvalidInput {
+		t.Fatalf("unencrypted upload to S3: %v, want invalid_input refusal", err)
+	}
+
+	if err := a.Create(ctx, "mail"); err != nil {
+		t.Fatal(err)
+	}
+	want := writeProfile(t, a.Dir("mail"), "machine-a")
+	first, err := a.Snapshot(ctx, "mail", SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Verify(ctx, "mail", first.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// Machine B restores latest: its catalog is empty, the store has it.
+	got, err := b.Restore(ctx, "mail", "latest", RestoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != first.ID {
+		t.Fatalf("B restored %s, want A's %s", got.ID, first.ID)
+	}
+	sameTree(t, readTree(t, b.Dir("mail")), want)
+
+	// Both machines snapshot the same profile at the same moment: both survive.
+	var wg sync.WaitGroup
+	results := make([]*SnapshotResult, 2)
+	errs := make([]error, 2)
+	for i, m := range []*Manager{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = m.Snapshot(ctx, "mail", SnapshotOptions{})
+		}()
+	}
+	wg.Wait()
+	for i := range errs {
+		if errs[i] != nil {
+			t.Fatalf("machine %d: %v", i, errs[i])
+		}
+	}
+	if results[0].ObjectKey == results[1].ObjectKey {
+		t.Fatal("two machines wrote the same object key")
+	}
+	for _, r := range results {
+		if _, err := b.Verify(ctx, "mail", r.ID); err != nil {
+			t.Errorf("verify %s from B: %v", r.ID, err)
+		}
+	}
+
+	// A fresh machine rebuilds its catalog from the bucket alone.
+	c := s3Manager(t, srv, id)
+	rb, err := c.Rebuild(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rb.Added) != 3 || len(rb.Skipped) != 0 {
+		t.Fatalf("rebuild: %+v", rb)
+	}
+	// Prune on A keeps the newest; objects of pruned snapshots leave the bucket.
+	if _, err := a.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := a.Prune(ctx, "mail", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pr.Kept) != 1 || len(pr.Deleted) != 2 {
+		t.Fatalf("prune: %+v", pr)
+	}
+	objs, err := a.Store.List(ctx, "mail/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 2 {
+		t.Fatalf("bucket holds %d objects after prune, want 2: %v", len(objs), objs)
+	}
+	// The bucket never holds plaintext.
+	for _, o := range objs {
+		if !strings.HasSuffix(o.Key, ".age") {
+			t.Errorf("unencrypted object %s", o.Key)
+		}
+	}
+	if rep := storage.Check(ctx, a.Store); rep.Err() != nil {
+		t.Fatalf("store check: %v", rep.Err())
+	}
+}
+
+// TestS3ServerStopsMidUpload: the S3 server dies while a snapshot uploads.
+// The command fails with storage_unavailable, leaves no catalog row and no
+// object, and the same snapshot succeeds once the server is back.
+func TestS3ServerStopsMidUpload(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := context.Background()
+	id, _ := age.GenerateX25519Identity()
+	m := s3Manager(t, srv, id)
+	if err := m.Create(ctx, "big"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("big"), "x")
+	// 48 MiB of random data: several multipart parts, long enough to stop
+	// the server in the middle.
+	blob := make([]byte, 48<<20)
+	rand.Read(blob)
+	if err := os.WriteFile(filepath.Join(m.Dir("big"), "Default", "History"), blob, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Stop once the upload has started: wait until the server has
+		// received an upload's first bytes.
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			if len(srv.IncompleteUploads(srv.Bucket)) > 0 || dirBytes(srv.Dir) > 4<<20 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		srv.Kill()
+	}()
+	_, err := m.Snapshot(ctx, "big", SnapshotOptions{})
+	<-done
+	if errcode.Of(err) != errcode.StorageUnavailable {
+		t.Fatalf("snapshot while the server died: %v (code %s), want storage_unavailable", err, errcode.Of(err))
+	}
+	if snaps, _ := m.Snapshots(ctx, "big"); len(snaps) != 0 {
+		t.Fatalf("failed upload left %d catalog rows", len(snaps))
+	}
+	srv.Restart()
+	if objs := srv.Objects(srv.Bucket); len(objs) != 0 {
+		t.Errorf("failed upload left objects: %v", objs)
+	}
+	res, err := m.Snapshot(ctx, "big", SnapshotOptions{})
+	if err != nil {
+		t.Fatalf("the same snapshot after a restart: %v", err)
+	}
+	if _, err := m.Verify(ctx, "big", res.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
