@@ -111,3 +111,35 @@ func TestArgs(t *testing.T) {
 		t.Error("NoSandbox ignored")
 	}
 }
+
+// TestFindOnRealPath uses real executables on a real PATH.
+func TestFindOnRealPath(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"google-chrome", "chrome", "chromium"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir)
+	t.Setenv("CHROME_PATH", "")
+	if got, err := Find(""); err != nil || got != filepath.Join(dir, "chromium") {
+		t.Errorf("Find = %q, %v; want chromium first", got, err)
+	}
+	if err := os.Remove(filepath.Join(dir, "chromium")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Find(""); err != nil || got != filepath.Join(dir, "google-chrome") {
+		t.Errorf("Find = %q, %v; want google-chrome next", got, err)
+	}
+	t.Setenv("CHROME_PATH", filepath.Join(dir, "chrome"))
+	if got, err := Find(""); err != nil || got != filepath.Join(dir, "chrome") {
+		t.Errorf("Find = %q, %v; want CHROME_PATH", got, err)
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		t.Setenv("CHROME_PATH", "")
+		t.Setenv("PATH", t.TempDir())
+		if got, err := Find(""); err != nil || got != "/usr/bin/chromium" {
+			t.Errorf("Find with an empty PATH = %q, %v; want the install path /usr/bin/chromium", got, err)
+		}
+	}
+}

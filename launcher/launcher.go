@@ -166,11 +166,13 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 		ctx, cancel = context.WithTimeout(ctx, defaultStartTimeout)
 		defer cancel()
 	}
+	t0 := time.Now()
 	if err := b.start(ctx, path, Args(opts, b.dir)); err != nil {
 		return nil, err
 	}
 	ok = true
-	b.log.Info("chrome started", "pid", b.PID(), "version", b.Version(), "dir", b.dir, "headless", opts.Headless, "incognito", b.tempDir)
+	b.log.Info("chrome started", "pid", b.PID(), "version", b.Version(), "dir", b.dir, "headless", opts.Headless,
+		"incognito", b.tempDir, "took", time.Since(t0).Round(time.Millisecond))
 	return b, nil
 }
 
