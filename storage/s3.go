@@ -382,7 +382,12 @@ func (s *s3Store) Put(ctx context.Context, key string, r io.Reader, size int64) 
 	if size >= 0 && int64(n) == size {
 		// Make sure the body ends where announced.
 		var probe [1]byte
-		if _, err := body.Read(probe[:]); err != io.EOF {
+		var m int
+		var err error
+		for try := 0; m == 0 && err == nil && try < 100; try++ {
+			m, err = body.Read(probe[:])
+		}
+		if err != io.EOF {
 			if err == nil {
 				err = errSizeMismatch
 			}
