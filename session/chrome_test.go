@@ -6,9 +6,8 @@ import (
 	"os/exec"
 	"sync"
 	"testing"
+	"time"
 
-	"github.com/chromedp/cdproto/browser"
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
 )
 
@@ -43,9 +42,11 @@ func (b *testBrowser) Context() context.Context { return b.ctx }
 func (b *testBrowser) Done() <-chan struct{}    { return b.ctx.Done() }
 func (b *testBrowser) Close(ctx context.Context) error {
 	b.once.Do(func() {
-		if c := chromedp.FromContext(b.ctx); c != nil && c.Browser != nil {
-			_, _ = cdp.Call(ctx, c.Browser, browser.Close, cdp.Empty{})
-		}
+		cctx, cancel := context.WithTimeout(b.ctx, 15*time.Second) // Cancel needs the chromedp context
+		stop := context.AfterFunc(ctx, cancel)
+		defer stop()
+		_ = chromedp.Cancel(cctx) // Browser.close, then wait for the exit
+		cancel()
 		b.cancel()
 	})
 	return nil

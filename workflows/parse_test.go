@@ -248,7 +248,6 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-
 func TestParseReportsAllProblems(t *testing.T) {
 	src := "name: x\nprofile: p\nsession:\n  idle_timeout: soon\nsteps:\n  - click: ''\n  - sleep: 5\n"
 	_, err := Parse("wf.yaml", []byte(src), LoadOptions{})

@@ -1,0 +1,596 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"director/catalog"
+	"director/errcode"
+	"director/profiles"
+	"director/session"
+)
+
+// Run statuses, the strings of `director run --json`.
+const (
+	StatusOK            = "ok"
+	StatusFailed        = "failed"
+	StatusHumanRequired = "human_required"
+	StatusDomainBlocked = "domain_blocked"
+)
+
+// LaunchOptions is what the runner asks of a browser launch.
+type LaunchOptions struct {
+	UserDataDir string // the profile directory (a temp dir for incognito runs)
+	Headless    bool
+	Width       int
+	Height      int
+}
+
+// Launcher starts a browser. cmd/director wires it to the launcher package
+// (with --chrome and --cdp-url); tests may pass their own.
+type Launcher func(ctx context.Context, o LaunchOptions) (session.Browser, error)
+
+// Runner runs workflows. Its zero value is not usable: set Launch, and
+// Profiles for runs on a profile.
+type Runner struct {
+	Profiles *profiles.Manager // profile lock, restore and snapshot; may be nil for incognito runs
+	Catalog  *catalog.DB       // runs, sessions and audit events; nil records nothing
+	Launch   Launcher
+	// Headless overrides the workflow's browser.headless when set
+	// (--headless / --headed); both unset means headless.
+	Headless *bool
+	// ArtifactsDir receives screenshots; "" means a fresh directory under
+	// the system temp dir, reported in the result.
+	ArtifactsDir string
+	// KeepEvents bounds the audit log after each run (0 means
+	// catalog.DefaultKeepEvents; negative disables trimming).
+	KeepEvents int
+	// TempDir holds incognito profiles ("" = os.TempDir()).
+	TempDir string
+	Log     *slog.Logger
+	// Progress, when set, is told about each stage and step as it starts and ends.
+	Progress func(ProgressEvent)
+}
+
+// ProgressEvent reports one stage of a run.
+type ProgressEvent struct {
+	Stage    string // restore, launch, step, login_check, snapshot, close
+	Step     *Step  // for stage step
+	Total    int    // number of steps
+	Done     bool   // false when the stage starts
+	Attempt  int    // 1-based, for steps with retries
+	Duration time.Duration
+	Err      error
+	Detail   string
+}
+
+// StepResult is the outcome of one step.
+type StepResult struct {
+	Index      int          `json:"index"`
+	Name       string       `json:"name"`
+	Kind       string       `json:"kind"`
+	Line       int          `json:"line"`
+	Status     string       `json:"status"` // ok, failed, skipped
+	Attempts   int          `json:"attempts"`
+	DurationMS int64        `json:"duration_ms"`
+	Code       errcode.Code `json:"code,omitempty"`
+	SnapshotID string       `json:"snapshot_id,omitempty"` // a mid-run snapshot step
+}
+
+// FailedStep names the step that ended a run and why.
+type FailedStep struct {
+	Index   int          `json:"index"`
+	Name    string       `json:"name"`
+	Kind    string       `json:"kind"`
+	Line    int          `json:"line"`
+	Code    errcode.Code `json:"code"`
+	Message string       `json:"message"`
+}
+
+// ErrorInfo is the error of a failed run.
+type ErrorInfo struct {
+	Code    errcode.Code `json:"code"`
+	Message string       `json:"message"`
+	Hint    string       `json:"hint,omitempty"`
+}
+
+// Durations are the milliseconds spent in each stage.
+type Durations struct {
+	TotalMS       int64 `json:"total_ms"`
+	RestoreMS     int64 `json:"restore_ms"`
+	LaunchMS      int64 `json:"launch_ms"`
+	FirstActionMS int64 `json:"launch_to_first_action_ms"`
+	StepsMS       int64 `json:"steps_ms"`
+	LoginCheckMS  int64 `json:"login_check_ms"`
+	CloseMS       int64 `json:"close_ms"`
+	SnapshotMS    int64 `json:"snapshot_ms"`
+}
+
+// Result is the outcome of a run: the one JSON object of `director run --json`.
+type Result struct {
+	Status          string         `json:"status"`
+	Workflow        string         `json:"workflow"`
+	File            string         `json:"file"`
+	Profile         string         `json:"profile,omitempty"`
+	RunID           string         `json:"run_id,omitempty"`
+	SessionID       string         `json:"session_id,omitempty"`
+	EndReason       string         `json:"end_reason,omitempty"`
+	RestoredID      string         `json:"restored_snapshot_id,omitempty"`
+	SnapshotID      string         `json:"snapshot_id,omitempty"`
+	SnapshotSkipped string         `json:"snapshot_skipped,omitempty"`
+	LoginCheck      string         `json:"login_check,omitempty"` // passed, failed, not_run, none
+	FailedStep      *FailedStep    `json:"failed_step,omitempty"`
+	Error           *ErrorInfo     `json:"error,omitempty"`
+	Outputs         map[string]any `json:"outputs"`
+	Artifacts       []string       `json:"artifacts"`
+	ArtifactsDir    string         `json:"artifacts_dir,omitempty"`
+	Steps           []StepResult   `json:"steps"`
+	Durations       Durations      `json:"durations"`
+}
+
+// StatusFor maps a run error to its status.
+func StatusFor(err error) string {
+	switch errcode.Of(err) {
+	case "":
+		return StatusOK
+	case errcode.HumanRequired:
+		return StatusHumanRequired
+	case errcode.DomainBlocked:
+		return StatusDomainBlocked
+	}
+	return StatusFailed
+}
+
+func (r *Runner) log() *slog.Logger {
+	if r.Log == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return r.Log
+}
+
+func (r *Runner) progress(ev ProgressEvent) {
+	if r.Progress != nil {
+		r.Progress(ev)
+	}
+}
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// retryable says whether a step that failed with code may succeed on a
+// second attempt.
+func retryable(code errcode.Code) bool {
+	switch code {
+	case errcode.ElementNotFound, errcode.ElementStale, errcode.Timeout:
+		return true
+	}
+	return false
+}
+
+// Run runs w: lock the profile for the whole run (fail fast), restore,
+// launch, run the steps, check the login, close gracefully and snapshot per
+// policy. The Result is always filled in; the error is nil exactly when the
+// status is ok, and carries the code that decides the exit status.
+func (r *Runner) Run(ctx context.Context, w *Workflow) (*Result, error) {
+	start := time.Now()
+	res := &Result{Workflow: w.Name, File: w.File, Profile: w.Profile, Outputs: map[string]any{}, Artifacts: []string{}, Steps: []StepResult{}, LoginCheck: "none"}
+	if w.LoginCheck != nil {
+		res.LoginCheck = "not_run"
+	}
+	err := r.run(ctx, w, res)
+	res.Durations.TotalMS = ms(time.Since(start))
+	res.Status = StatusFor(err)
+	if err != nil {
+		res.Error = &ErrorInfo{Code: errcode.Of(err), Message: err.Error(), Hint: errcode.HintOf(err)}
+	}
+	return res, err
+}
+
+func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) {
+	if r.Launch == nil {
+		return errcode.New(errcode.Internal, "workflows: runner without a launcher").WithHint("this is a bug in director; report it")
+	}
+	if !w.Incognito && r.Profiles == nil {
+		return errcode.New(errcode.Internal, "workflows: runner without a profiles manager").WithHint("this is a bug in director; report it")
+	}
+
+	// The profile lock is held for the whole run: a second run (or a
+	// snapshot, restore or delete) of the same profile fails fast.
+	var lock *profiles.Lock
+	var userDataDir string
+	if w.Incognito {
+		base := r.TempDir
+		if base == "" {
+			base = os.TempDir()
+		}
+		dir, derr := os.MkdirTemp(base, "director-incognito-")
+		if derr != nil {
+			return errcode.Hinted(derr, errcode.Internal, "check that the temp directory is writable", "cannot create the incognito profile directory")
+		}
+		userDataDir = dir
+		defer func() {
+			if rerr := os.RemoveAll(dir); rerr != nil {
+				r.log().Warn("cannot remove the incognito profile", "dir", dir, "err", rerr)
+			}
+		}()
+	} else {
+		lock, err = r.Profiles.Lock(ctx, w.Profile, -1)
+		if err != nil {
+			if errcode.Of(err) == errcode.ProfileInUse {
+				err = errcode.Hinted(err, errcode.ProfileInUse,
+					fmt.Sprintf("another run, snapshot or restore of %s is under way; retry when it ends (cron: schedule refreshes further apart)", w.Profile),
+					"cannot run %s", w.Name)
+			}
+			return err
+		}
+		defer lock.Unlock()
+		userDataDir = r.Profiles.Dir(w.Profile)
+	}
+
+	// Record the run.
+	runID := ""
+	if r.Catalog != nil {
+		run, cerr := r.Catalog.StartRun(ctx, catalog.Run{Workflow: w.Name, File: w.File, Profile: w.Profile})
+		if cerr != nil {
+			r.log().Warn("cannot record the run in the catalog", "err", cerr)
+		} else {
+			runID = run.ID
+			res.RunID = run.ID
+		}
+		defer func() {
+			end := catalog.RunEnd{Status: StatusFor(err), ErrorCode: string(errcode.Of(err)), SnapshotID: res.SnapshotID}
+			if ferr := r.Catalog.FinishRun(context.WithoutCancel(ctx), runID, end); ferr != nil && runID != "" {
+				r.log().Warn("cannot record the end of the run", "err", ferr)
+			}
+			if r.KeepEvents >= 0 {
+				if _, terr := r.Catalog.TrimEvents(context.WithoutCancel(ctx), r.KeepEvents); terr != nil {
+					r.log().Warn("cannot trim the audit log", "err", terr)
+				}
+			}
+		}()
+	}
+
+	// Restore.
+	if !w.Incognito {
+		t0 := time.Now()
+		r.progress(ProgressEvent{Stage: "restore", Detail: w.Restore})
+		rid, rerr := r.restore(ctx, w, lock)
+		res.Durations.RestoreMS = ms(time.Since(t0))
+		r.progress(ProgressEvent{Stage: "restore", Done: true, Duration: time.Since(t0), Err: rerr, Detail: rid})
+		if rerr != nil {
+			return rerr
+		}
+		res.RestoredID = rid
+	}
+
+	// Artifacts.
+	artifacts := r.ArtifactsDir
+	if artifacts == "" && hasScreenshots(w) {
+		dir, aerr := os.MkdirTemp(r.TempDir, "director-artifacts-")
+		if aerr != nil {
+			return errcode.Hinted(aerr, errcode.Internal, "pass --artifacts DIR", "cannot create an artifacts directory")
+		}
+		artifacts = dir
+	}
+	res.ArtifactsDir = artifacts
+
+	// Launch the session.
+	headless := true
+	if w.Browser.Headless != nil {
+		headless = *w.Browser.Headless
+	}
+	if r.Headless != nil {
+		headless = *r.Headless
+	}
+	lo := LaunchOptions{UserDataDir: userDataDir, Headless: headless, Width: w.Browser.ViewportWidth, Height: w.Browser.ViewportHeight}
+	s, err := session.New(session.Options{
+		Profile: w.Profile,
+		Launch: func(ctx context.Context) (session.Browser, error) {
+			return r.Launch(ctx, lo)
+		},
+		Policy:        session.Policy{Blocklist: w.Session.Blocklist, Allowlist: w.Session.Allowlist},
+		IdleTimeout:   w.Session.IdleTimeout,
+		MaxDuration:   w.Session.MaxDuration,
+		ActionTimeout: w.Browser.Timeout,
+		Audit:         r.sink(),
+		Log:           r.log(),
+	})
+	if err != nil {
+		return err
+	}
+	res.SessionID = s.ID()
+	if r.Catalog != nil {
+		if _, cerr := r.Catalog.StartSession(ctx, catalog.Session{ID: s.ID(), Profile: w.Profile, RunID: runID}); cerr != nil {
+			r.log().Warn("cannot record the session", "err", cerr)
+		}
+	}
+	t0 := time.Now()
+	r.progress(ProgressEvent{Stage: "launch"})
+	err = s.Start(ctx)
+	launched := time.Now()
+	res.Durations.LaunchMS = ms(launched.Sub(t0))
+	r.progress(ProgressEvent{Stage: "launch", Done: true, Duration: launched.Sub(t0), Err: err})
+	if err != nil {
+		r.endSession(ctx, s, res)
+		return err
+	}
+
+	// Steps.
+	stepsStart := time.Now()
+	err = r.steps(ctx, w, s, lock, artifacts, res, launched)
+	res.Durations.StepsMS = ms(time.Since(stepsStart))
+
+	// Login check: after successful steps, and for snapshot: always also
+	// after failed ones (when the session still runs), because a snapshot
+	// needs a passing check.
+	loginOK := w.LoginCheck == nil
+	if w.LoginCheck != nil && s.Err() == nil && (err == nil || (w.Snapshot == SnapshotAlways && StatusFor(err) == StatusFailed)) {
+		t0 := time.Now()
+		r.progress(ProgressEvent{Stage: "login_check", Detail: w.LoginCheck.URL})
+		_, lerr := s.Do(ctx, session.Action{Type: session.ActLoginCheck, URL: w.LoginCheck.URL,
+			LoggedInSelector: w.LoginCheck.LoggedInSelector, LoginWallSelector: w.LoginCheck.LoginWallSelector})
+		res.Durations.LoginCheckMS = ms(time.Since(t0))
+		r.progress(ProgressEvent{Stage: "login_check", Done: true, Duration: time.Since(t0), Err: lerr})
+		if lerr == nil {
+			loginOK = true
+			res.LoginCheck = "passed"
+		} else {
+			res.LoginCheck = "failed"
+			if errcode.Of(lerr) == errcode.HumanRequired {
+				lerr = r.humanRequired(w, lerr)
+			}
+			if err == nil {
+				err = lerr
+			}
+		}
+	}
+	if err == nil {
+		err = s.Err()
+	}
+	if err == nil && ctx.Err() != nil {
+		err = errcode.Wrap(ctx.Err(), errcode.Internal, "interrupted")
+	}
+	if errcode.Of(err) == errcode.HumanRequired && res.LoginCheck != "failed" {
+		err = r.humanRequired(w, err)
+	}
+
+	// Close gracefully: Chrome writes cookies and storage only then.
+	t0 = time.Now()
+	r.progress(ProgressEvent{Stage: "close"})
+	reason := session.ReasonFor(err)
+	if ctx.Err() != nil {
+		reason = session.EndUserStopped
+	}
+	_ = s.Close(context.WithoutCancel(ctx), reason)
+	r.endSession(ctx, s, res)
+	res.Durations.CloseMS = ms(time.Since(t0))
+	r.progress(ProgressEvent{Stage: "close", Done: true, Duration: time.Since(t0), Detail: res.EndReason})
+
+	// Snapshot per policy; never after a logged-out or blocked run, so a
+	// bad refresh never replaces the latest good snapshot.
+	res.SnapshotSkipped = snapshotSkip(w, err, loginOK)
+	if res.SnapshotSkipped == "" && ctx.Err() == nil {
+		t0 := time.Now()
+		r.progress(ProgressEvent{Stage: "snapshot"})
+		snap, serr := r.Profiles.Snapshot(ctx, w.Profile, profiles.SnapshotOptions{Lock: lock, Note: snapshotNote(w, runID)})
+		res.Durations.SnapshotMS = ms(time.Since(t0))
+		r.progress(ProgressEvent{Stage: "snapshot", Done: true, Duration: time.Since(t0), Err: serr})
+		if serr != nil {
+			if err == nil {
+				err = errcode.Hinted(serr, errcode.Of(serr), errcode.HintOf(serr), "the workflow succeeded but its snapshot failed")
+			}
+		} else {
+			res.SnapshotID = snap.ID
+		}
+	}
+	return err
+}
+
+func snapshotNote(w *Workflow, runID string) string {
+	if runID == "" {
+		return "workflow " + w.Name
+	}
+	return "workflow " + w.Name + " (run " + runID + ")"
+}
+
+// snapshotSkip says why no snapshot is taken after a run, "" to take one.
+func snapshotSkip(w *Workflow, err error, loginOK bool) string {
+	switch {
+	case w.Incognito:
+		return "incognito run"
+	case w.Snapshot == SnapshotNever:
+		return "snapshot: never"
+	case errcode.Of(err) == errcode.HumanRequired:
+		return "human required: the profile is not logged in"
+	case errcode.Of(err) == errcode.DomainBlocked:
+		return "run stopped at a blocked domain"
+	case !loginOK:
+		return "login check did not pass"
+	case err != nil && w.Snapshot == SnapshotOnSuccess:
+		return "run failed"
+	case err != nil && errcode.Of(err) == errcode.Internal && errors.Is(err, context.Canceled):
+		return "run interrupted"
+	}
+	return ""
+}
+
+func hasScreenshots(w *Workflow) bool {
+	for _, s := range w.Steps {
+		if s.Kind == StepScreenshot {
+			return true
+		}
+	}
+	return false
+}
+
+// humanRequired gives a human_required error the exact command to log in again.
+func (r *Runner) humanRequired(w *Workflow, err error) error {
+	if w.Incognito {
+		return errcode.Hinted(err, errcode.HumanRequired, "an incognito run (profile: null) cannot keep a login; run the workflow on a profile", "%s needs a human", w.Name)
+	}
+	cmd := "director profile open " + w.Profile
+	if w.LoginCheck != nil {
+		cmd += " --url " + w.LoginCheck.URL
+	}
+	cmd += " --snapshot"
+	return errcode.Hinted(err, errcode.HumanRequired,
+		"log in again by hand, which also takes a fresh snapshot: "+cmd,
+		"profile %s needs a human (the latest good snapshot is kept)", w.Profile)
+}
+
+// restore brings the profile to the state the workflow asks for and
+// returns the restored snapshot id ("" when none).
+func (r *Runner) restore(ctx context.Context, w *Workflow, lock *profiles.Lock) (string, error) {
+	dir := r.Profiles.Dir(w.Profile)
+	_, statErr := os.Stat(dir)
+	exists := statErr == nil
+	if w.Restore == RestoreNone {
+		if !exists {
+			return "", r.Profiles.Create(ctx, w.Profile)
+		}
+		return "", nil
+	}
+	rr, err := r.Profiles.Restore(ctx, w.Profile, w.Restore, profiles.RestoreOptions{Lock: lock})
+	if err == nil {
+		return rr.ID, nil
+	}
+	if errcode.Of(err) == errcode.SnapshotNotFound && w.Restore == RestoreLatest {
+		// No snapshot yet: run on the local profile (a first login).
+		if exists {
+			r.log().Info("no snapshot to restore; using the local profile", "profile", w.Profile)
+			return "", nil
+		}
+		r.log().Info("no snapshot and no local profile; creating it", "profile", w.Profile)
+		return "", r.Profiles.Create(ctx, w.Profile)
+	}
+	return "", err
+}
+
+func (r *Runner) endSession(ctx context.Context, s *session.Session, res *Result) {
+	<-s.Done()
+	res.EndReason = string(s.EndReason())
+	if r.Catalog == nil {
+		return
+	}
+	in := s.Info()
+	if err := r.Catalog.EndSession(context.WithoutCancel(ctx), s.ID(), catalog.SessionEnd{Reason: res.EndReason, ActionCount: int64(in.ActionCount)}); err != nil {
+		r.log().Warn("cannot record the end of the session", "err", err)
+	}
+}
+
+// steps runs the workflow's steps in order and stops at the first failure.
+func (r *Runner) steps(ctx context.Context, w *Workflow, s *session.Session, lock *profiles.Lock, artifacts string, res *Result, launched time.Time) error {
+	total := len(w.Steps)
+	for i := range w.Steps {
+		st := &w.Steps[i]
+		sr := StepResult{Index: st.Index, Name: st.Label(), Kind: st.Kind, Line: st.Line, Status: "ok"}
+		t0 := time.Now()
+		if i == 0 {
+			res.Durations.FirstActionMS = ms(t0.Sub(launched))
+		}
+		var err error
+		for attempt := 1; attempt <= st.Retries+1; attempt++ {
+			sr.Attempts = attempt
+			r.progress(ProgressEvent{Stage: "step", Step: st, Total: total, Attempt: attempt})
+			ta := time.Now()
+			err = r.step(ctx, w, s, st, lock, artifacts, res, &sr)
+			r.progress(ProgressEvent{Stage: "step", Step: st, Total: total, Attempt: attempt, Done: true, Duration: time.Since(ta), Err: err})
+			if err == nil || !retryable(errcode.Of(err)) || s.Err() != nil || ctx.Err() != nil || attempt > st.Retries {
+				break
+			}
+			select {
+			case <-time.After(time.Duration(attempt) * 250 * time.Millisecond):
+			case <-ctx.Done():
+			}
+		}
+		if err == nil {
+			// A click or a script may have started a navigation that the
+			// blocklist stopped after the action returned.
+			err = s.Err()
+		}
+		sr.DurationMS = ms(time.Since(t0))
+		if err != nil {
+			sr.Status = "failed"
+			sr.Code = errcode.Of(err)
+			res.Steps = append(res.Steps, sr)
+			res.FailedStep = &FailedStep{Index: st.Index, Name: st.Label(), Kind: st.Kind, Line: st.Line, Code: errcode.Of(err), Message: err.Error()}
+			for _, rest := range w.Steps[i+1:] {
+				res.Steps = append(res.Steps, StepResult{Index: rest.Index, Name: rest.Label(), Kind: rest.Kind, Line: rest.Line, Status: "skipped"})
+			}
+			return errcode.Hinted(err, errcode.Of(err), errcode.HintOf(err), "%s:%d: step %d (%s)", w.File, st.Line, st.Index+1, st.Label())
+		}
+		res.Steps = append(res.Steps, sr)
+	}
+	return nil
+}
+
+// step runs one attempt of one step.
+func (r *Runner) step(ctx context.Context, w *Workflow, s *session.Session, st *Step, lock *profiles.Lock, artifacts string, res *Result, sr *StepResult) error {
+	if st.Kind == StepSnapshot {
+		var id string
+		err := s.Restart(ctx, func(ctx context.Context) error {
+			snap, err := r.Profiles.Snapshot(ctx, w.Profile, profiles.SnapshotOptions{Lock: lock, Note: nonEmpty(st.Note, "mid-run snapshot of "+w.Name)})
+			if err != nil {
+				return err
+			}
+			id = snap.ID
+			return nil
+		})
+		sr.SnapshotID = id
+		return err
+	}
+	a := session.Action{Timeout: st.Timeout, URL: st.URL, Selector: st.Selector, Text: st.Text, Clear: st.Clear,
+		Key: st.Key, Value: st.Value, Extract: st.Extract, Attribute: st.Attribute, Expression: st.Expression,
+		FullPage: st.FullPage, State: st.State, Duration: st.Duration, Tab: st.Tab}
+	a.Type = session.ActionType(st.Kind)
+	if st.Kind == StepScreenshot {
+		a.File = filepath.Join(artifacts, filepath.FromSlash(st.File))
+	}
+	out, err := s.Do(ctx, a)
+	if err != nil {
+		return err
+	}
+	if st.As != "" {
+		res.Outputs[st.As] = out.Value
+	}
+	if out.File != "" {
+		res.Artifacts = append(res.Artifacts, out.File)
+	}
+	return nil
+}
+
+func nonEmpty(s, def string) string {
+	if s != "" {
+		return s
+	}
+	return def
+}
+
+// sink records session events in the catalog.
+func (r *Runner) sink() session.AuditSink {
+	if r.Catalog == nil {
+		return nil
+	}
+	return CatalogSink(r.Catalog)
+}
+
+// CatalogSink is an AuditSink that writes events to the catalog's audit log.
+func CatalogSink(db *catalog.DB) session.AuditSink {
+	return session.AuditFunc(func(ctx context.Context, e session.Event) error {
+		detail := e.Detail
+		if e.Kind == session.EventSessionEnd {
+			detail = fmt.Sprintf("reason=%s actions=%d", e.Reason, e.ActionCount)
+		}
+		code := string(e.Code)
+		if code == "" {
+			code = "ok"
+		}
+		return db.AddEvent(ctx, catalog.Event{At: e.At, SessionID: e.SessionID, Profile: e.Profile, Kind: e.Kind,
+			Action: e.Action, Tab: e.Tab, Domain: e.Domain, DurationMS: e.Duration.Milliseconds(), ResultCode: code, Detail: detail})
+	})
+}

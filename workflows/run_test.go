@@ -1,0 +1,384 @@
+package workflows
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"director/catalog"
+	"director/errcode"
+	"director/internal/testsite"
+	"director/profiles"
+	"director/storage"
+)
+
+type env4 struct {
+	site   *testsite.Site
+	home   string
+	m      *profiles.Manager
+	cat    *catalog.DB
+	runner *Runner
+}
+
+func newEnv(t *testing.T) *env4 {
+	t.Helper()
+	site := testsite.New(t)
+	home := t.TempDir()
+	ctx := context.Background()
+	st, err := storage.Open(ctx, "file://"+filepath.Join(home, "snapshots"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Open(ctx, filepath.Join(home, "director.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	m := &profiles.Manager{Root: filepath.Join(home, "browser-profiles"), Store: st, Catalog: cat}
+	tmp := filepath.Join(home, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Profiles: m, Catalog: cat, Launch: testLauncher(t, site.ChromeFlags()...), TempDir: tmp,
+		ArtifactsDir: filepath.Join(home, "artifacts")}
+	return &env4{site: site, home: home, m: m, cat: cat, runner: r}
+}
+
+// wf parses a workflow whose text uses SITE for the test site's base URL.
+func (e *env4) wf(t *testing.T, src string) *Workflow {
+	t.Helper()
+	src = strings.ReplaceAll(src, "SITE", e.site.URL)
+	src = strings.ReplaceAll(src, "BLOCKED", e.site.On(testsite.BlockedHost, ""))
+	w, err := Parse(t.Name()+".yaml", []byte(src), LoadOptions{LookupEnv: func(k string) (string, bool) {
+		if k == "TEST_PASSWORD" {
+			return "secret", true
+		}
+		return "", false
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (e *env4) run(t *testing.T, w *Workflow) (*Result, error) {
+	t.Helper()
+	res, err := e.runner.Run(context.Background(), w)
+	if res == nil {
+		t.Fatal("nil result")
+	}
+	if (err == nil) != (res.Status == StatusOK) {
+		t.Fatalf("status %s with error %v", res.Status, err)
+	}
+	return res, err
+}
+
+func mustOK(t *testing.T, res *Result, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("run failed: %v [%s]\nsteps: %+v", err, errcode.Of(err), res.Steps)
+	}
+}
+
+const loginWF = `name: login
+profile: web
+snapshot: on_success
+login_check:
+  url: SITE/account
+  logged_in_selector: "#whoami"
+  login_wall_selector: form#login
+vars:
+  user: alice
+steps:
+  - navigate: SITE/login
+  - type: {selector: "#username", text: "${vars.user}"}
+  - type: {selector: "#password", text: "${env.TEST_PASSWORD}"}
+  - click: "#submit"
+  - wait_for: "#whoami"
+  - navigate: SITE/storage?set=kept
+  - wait_for: "#ready"
+  - navigate: SITE/setcookie?name=late&value=v1&max_age=3600
+`
+
+const checkWF = `name: check
+profile: web
+snapshot: never
+steps:
+  - navigate: SITE/account
+  - extract: {selector: "#whoami", as: who}
+  - navigate: SITE/storage
+  - wait_for: "#ready"
+  - extract: {selector: "#ls", as: ls}
+  - extract: {selector: "#idb", as: idb}
+  - navigate: SITE/cookies
+  - extract: {selector: "#cookies", as: cookies}
+`
+
+// TestLoginSnapshotWipeRestore: workflow 1 logs in and snapshots (its last
+// action sets a cookie right before the graceful close); the profile dir is
+// deleted; workflow 2 restores and is still logged in, with localStorage,
+// IndexedDB and the late cookie intact.
+func TestLoginSnapshotWipeRestore(t *testing.T) {
+	e := newEnv(t)
+	res, err := e.run(t, e.wf(t, loginWF))
+	mustOK(t, res, err)
+	if res.SnapshotID == "" || res.LoginCheck != "passed" || res.EndReason != "completed" {
+		t.Fatalf("login run: %+v", res)
+	}
+	if e.site.Logins() != 1 {
+		t.Fatalf("%d logins", e.site.Logins())
+	}
+	if err := os.RemoveAll(e.m.Dir("web")); err != nil {
+		t.Fatal(err)
+	}
+	res2, err := e.run(t, e.wf(t, checkWF))
+	mustOK(t, res2, err)
+	if res2.RestoredID != res.SnapshotID {
+		t.Fatalf("restored %q, want %q", res2.RestoredID, res.SnapshotID)
+	}
+	if res2.Outputs["who"] != "Logged in as alice" {
+		t.Fatalf("not logged in after restore: %v", res2.Outputs)
+	}
+	if res2.Outputs["ls"] != "kept" || res2.Outputs["idb"] != "kept" {
+		t.Fatalf("storage after restore: ls=%v idb=%v", res2.Outputs["ls"], res2.Outputs["idb"])
+	}
+	// The cookie set less than a second before the end of run 1.
+	if c, _ := res2.Outputs["cookies"].(string); !strings.Contains(c, `"late":"v1"`) {
+		t.Fatalf("late cookie missing from the snapshot: %v", res2.Outputs["cookies"])
+	}
+	if e.site.Logins() != 1 {
+		t.Fatal("workflow 2 logged in again")
+	}
+	if res2.SnapshotID != "" || res2.SnapshotSkipped != "snapshot: never" {
+		t.Fatalf("snapshot never: %+v", res2)
+	}
+
+	// The catalog has both runs, their sessions and audit events without secrets.
+	runs, err := e.cat.ListRuns(context.Background(), "web", 0)
+	if err != nil || len(runs) != 2 || runs[0].Status != "ok" || runs[1].SnapshotID != res.SnapshotID {
+		t.Fatalf("runs: %+v %v", runs, err)
+	}
+	evs, err := e.cat.ListEvents(context.Background(), catalog.EventFilter{Session: res.SessionID})
+	if err != nil || len(evs) < 10 {
+		t.Fatalf("events: %d %v", len(evs), err)
+	}
+	for _, ev := range evs {
+		if strings.Contains(ev.Detail, "secret") {
+			t.Fatalf("audit event holds the password: %+v", ev)
+		}
+	}
+	if evs[0].Kind != catalog.EventSessionEnd || !strings.Contains(evs[0].Detail, "reason=completed") {
+		t.Fatalf("newest event: %+v", evs[0])
+	}
+
+	// The server invalidates the session: the refresh exits 3 and latest
+	// still points at the good snapshot.
+	e.site.Invalidate("")
+	refresh := e.wf(t, `name: refresh
+profile: web
+snapshot: always
+login_check:
+  url: SITE/account
+  logged_in_selector: "#whoami"
+  login_wall_selector: form#login
+steps:
+  - navigate: SITE/
+`)
+	res3, err := e.run(t, refresh)
+	if errcode.Of(err) != errcode.HumanRequired || errcode.ExitStatus(err) != 3 || res3.Status != StatusHumanRequired {
+		t.Fatalf("refresh after invalidation: %v [%s] %+v", err, errcode.Of(err), res3)
+	}
+	wantCmd := "director profile open web --url " + e.site.URL + "/account --snapshot"
+	if !strings.Contains(errcode.HintOf(err), wantCmd) {
+		t.Fatalf("hint %q lacks %q", errcode.HintOf(err), wantCmd)
+	}
+	if res3.SnapshotID != "" || res3.EndReason != "human_required" || res3.LoginCheck != "failed" {
+		t.Fatalf("refresh result: %+v", res3)
+	}
+	snaps, err := e.m.Snapshots(context.Background(), "web")
+	if err != nil || len(snaps) != 1 || snaps[0].ID != res.SnapshotID {
+		t.Fatalf("snapshots after a logged-out refresh: %+v %v", snaps, err)
+	}
+}
+
+func TestBlockedDomainStopsRun(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct{ name, steps string }{
+		{"link click", "  - navigate: SITE/links\n  - click: \"#blocked-link\"\n  - extract: {selector: h1, as: h}\n"},
+		{"server redirect", "  - navigate: SITE/redirect?to=BLOCKED/landing\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := e.wf(t, "name: blocked\nprofile: web\nrestore: none\nsession:\n  blocklist: [blocked.test]\nsteps:\n"+c.steps)
+			res, err := e.run(t, w)
+			if errcode.Of(err) != errcode.DomainBlocked || errcode.ExitStatus(err) != 4 || res.Status != StatusDomainBlocked {
+				t.Fatalf("got %v [%s] status %s", err, errcode.Of(err), res.Status)
+			}
+			if res.EndReason != "domain_blocked" || res.SnapshotID != "" || res.FailedStep == nil {
+				t.Fatalf("result: %+v", res)
+			}
+			if e.site.Hits("/landing") != 0 {
+				t.Fatal("the blocked page was loaded")
+			}
+			evs, err := e.cat.ListEvents(context.Background(), catalog.EventFilter{Session: res.SessionID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var blocked bool
+			for _, ev := range evs {
+				if ev.ResultCode == "domain_blocked" && ev.Domain == testsite.BlockedHost {
+					blocked = true
+				}
+			}
+			if !blocked {
+				t.Fatalf("no domain_blocked audit event: %+v", evs)
+			}
+			sess, err := e.cat.GetSession(context.Background(), res.SessionID)
+			if err != nil || sess.EndReason != "domain_blocked" {
+				t.Fatalf("catalog session: %+v %v", sess, err)
+			}
+		})
+	}
+}
+
+func TestLimitsEndSession(t *testing.T) {
+	e := newEnv(t)
+	cases := []struct {
+		name, session, steps, reason string
+	}{
+		{"idle timeout", "  idle_timeout: 1s\n", "  - navigate: SITE/\n  - sleep: 5s\n", "idle_timeout"},
+		{"max duration", "  idle_timeout: 1m\n  max_duration: 2s\n", "  - navigate: SITE/\n  - navigate: SITE/slow?ms=800\n  - navigate: SITE/slow?ms=800\n  - navigate: SITE/slow?ms=800\n  - navigate: SITE/slow?ms=800\n", "max_duration"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := e.wf(t, "name: limits\nprofile: null\nsession:\n"+c.session+"steps:\n"+c.steps)
+			res, err := e.run(t, w)
+			if errcode.Of(err) != errcode.Timeout || res.Status != StatusFailed || res.EndReason != c.reason {
+				t.Fatalf("got %v [%s] status %s end %s", err, errcode.Of(err), res.Status, res.EndReason)
+			}
+			sess, err := e.cat.GetSession(context.Background(), res.SessionID)
+			if err != nil || sess.EndReason != c.reason {
+				t.Fatalf("catalog session: %+v %v", sess, err)
+			}
+		})
+	}
+}
+
+func TestStepErrorsCarryCodes(t *testing.T) {
+	e := newEnv(t)
+	cases := []struct {
+		name, steps string
+		code        errcode.Code
+		failed      int
+	}{
+		{"element_not_found", "  - navigate: SITE/widgets\n  - click: \"#missing\"\n    timeout: 600ms\n", errcode.ElementNotFound, 1},
+		{"timeout", "  - navigate: SITE/widgets\n  - wait_for: {url: \"*/never*\"}\n    timeout: 600ms\n", errcode.Timeout, 1},
+		{"retries then fail", "  - navigate: SITE/widgets\n  - wait_for: \"#nothing\"\n    timeout: 300ms\n    retries: 2\n", errcode.Timeout, 1},
+		{"captcha", "  - navigate: SITE/captcha\n", errcode.HumanRequired, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := e.wf(t, "name: errs\nprofile: null\nsteps:\n"+c.steps+"  - navigate: SITE/\n")
+			res, err := e.run(t, w)
+			if errcode.Of(err) != c.code {
+				t.Fatalf("got %v [%s], want %s", err, errcode.Of(err), c.code)
+			}
+			if res.FailedStep == nil || res.FailedStep.Index != c.failed || res.FailedStep.Code != c.code {
+				t.Fatalf("failed step: %+v", res.FailedStep)
+			}
+			if res.Steps[len(res.Steps)-1].Status != "skipped" {
+				t.Fatalf("later steps not skipped: %+v", res.Steps)
+			}
+			if !strings.Contains(err.Error(), w.File+":") {
+				t.Fatalf("error does not name the file and line: %v", err)
+			}
+			if c.name == "retries then fail" && res.Steps[1].Attempts != 3 {
+				t.Fatalf("attempts %d, want 3", res.Steps[1].Attempts)
+			}
+		})
+	}
+}
+
+func TestRetriesRecover(t *testing.T) {
+	e := newEnv(t)
+	// #later appears after 300 ms: the first 100 ms attempt fails, a retry succeeds.
+	w := e.wf(t, "name: retry\nprofile: null\nsteps:\n  - navigate: SITE/widgets\n  - wait_for: \"#later\"\n    timeout: 100ms\n    retries: 5\n")
+	res, err := e.run(t, w)
+	mustOK(t, res, err)
+	if res.Steps[1].Attempts < 2 {
+		t.Fatalf("attempts %d, want a retry", res.Steps[1].Attempts)
+	}
+}
+
+func TestMalformedWorkflowNamesLine(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(p, []byte("name: x\nprofile: p\nsteps:\n  - click: [\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(p, LoadOptions{})
+	if errcode.Of(err) != errcode.InvalidAction || errcode.ExitStatus(err) != 2 || !strings.Contains(err.Error(), p+":4:") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestTwoRunsOnOneProfile(t *testing.T) {
+	e := newEnv(t)
+	slow := e.wf(t, "name: slow\nprofile: web\nrestore: none\nsnapshot: never\nsteps:\n  - navigate: SITE/\n  - sleep: 4s\n")
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var firstErr error
+	go func() {
+		defer wg.Done()
+		_, firstErr = e.runner.Run(context.Background(), slow)
+	}()
+	// Wait until the first run holds the profile lock.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		l, err := e.m.Lock(context.Background(), "web", -1)
+		if err != nil {
+			break
+		}
+		l.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("the first run never took the lock")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t0 := time.Now()
+	res, err := e.run(t, slow)
+	if errcode.Of(err) != errcode.ProfileInUse || res.Status != StatusFailed {
+		t.Fatalf("second run: %v [%s]", err, errcode.Of(err))
+	}
+	if time.Since(t0) > 3*time.Second {
+		t.Fatalf("the second run waited %s instead of failing fast", time.Since(t0))
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatalf("first run: %v", firstErr)
+	}
+}
+
+func TestIncognitoLeavesNothing(t *testing.T) {
+	e := newEnv(t)
+	w := e.wf(t, "name: inc\nprofile: null\nsteps:\n  - navigate: SITE/storage?set=x\n  - wait_for: \"#ready\"\n  - screenshot: shot.png\n")
+	res, err := e.run(t, w)
+	mustOK(t, res, err)
+	left, _ := os.ReadDir(e.runner.TempDir)
+	if len(left) != 0 {
+		t.Fatalf("incognito run left %v in the temp dir", left)
+	}
+	if _, err := os.Stat(e.m.Root); err == nil {
+		if ents, _ := os.ReadDir(e.m.Root); len(ents) != 0 {
+			t.Fatalf("incognito run created profiles: %v", ents)
+		}
+	}
+	if len(res.Artifacts) != 1 || res.SnapshotID != "" || res.Profile != "" {
+		t.Fatalf("result: %+v", res)
+	}
+	if _, err := os.Stat(res.Artifacts[0]); err != nil {
+		t.Fatal(err)
+	}
+}
