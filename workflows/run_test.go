@@ -43,7 +43,7 @@ func newEnv(t *testing.T) *env4 {
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{Profiles: m, Catalog: cat, Launch: testLauncher(t, site.ChromeFlags()...), TempDir: tmp,
+	r := &Runner{Profiles: m, Catalog: cat, Launch: ChromeLauncher(ChromeOptions{ChromePath: chromePath(t), ExtraFlags: site.ChromeFlags()}), TempDir: tmp,
 		ArtifactsDir: filepath.Join(home, "artifacts")}
 	return &env4{site: site, home: home, m: m, cat: cat, runner: r}
 }
