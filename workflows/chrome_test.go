@@ -24,4 +24,3 @@ func chromePath(t testing.TB) string {
 	t.Skip("chromium not found; set CHROME_PATH")
 	return ""
 }
-
