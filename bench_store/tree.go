@@ -17,10 +17,10 @@ type treeStats struct {
 
 // genTree writes a profile-like tree of about size bytes under dir:
 // about 70% in large files of 10-20 MB (SQLite- and LevelDB-like names) and
-// 30% in a few thousand small files of 1-32 KB in nested folders. Every
-// other file is compressible (JSON-ish records, or 4 KiB SQLite-like pages
-// that are mostly free space) and the rest random, as already compressed or
-// encrypted content is. The content is the same for the same size.
+// 30% in a few thousand small files of 1-32 KB in nested folders. Half the
+// bytes are compressible (JSON-ish records, or 4 KiB SQLite-like pages that
+// are mostly free space) and half random, as already compressed or encrypted
+// content is. The content is the same for the same size.
 func genTree(dir string, size int64) (treeStats, error) {
 	var st treeStats
 	rng := rand.New(rand.NewPCG(6, 600))
@@ -84,15 +84,25 @@ func genTree(dir string, size int64) (treeStats, error) {
 
 	big := []string{"Default/History", "Default/Favicons", "Default/Web Data", "Default/Network/Cookies",
 		"Default/Local Storage/leveldb/000004.ldb", "Default/Service Worker/Database/000003.log"}
+	// Random content whenever less of it than of compressible content has
+	// been written, so that the halves stay even at any size.
+	var random, compressible int64
+	kindFor := func(n int64, alt int) int {
+		if random < compressible {
+			random += n
+			return 0
+		}
+		compressible += n
+		return 1 + alt%2
+	}
 	for i := 0; st.Bytes < size*7/10; i++ {
-		n := min(int64(10<<20+rng.IntN(10<<20)), size*7/10-st.Bytes)
+		// 10-20 MB, but at least several large files in a small tree.
+		n := min(int64(10<<20+rng.IntN(10<<20)), max(size/10, 64<<10), size*7/10-st.Bytes)
 		name := fmt.Sprintf("Default/IndexedDB/https_app%d.example.com_0.indexeddb.leveldb/%06d.ldb", i, i)
 		if i < len(big) {
 			name = big[i]
 		}
-		// Alternate random and compressible; SQLite-like pages for SQLite names.
-		kind := []int{2, 0, 1, 0}[i%4]
-		if err := write(name, n, kind); err != nil {
+		if err := write(name, n, kindFor(n, i/2)); err != nil {
 			return st, err
 		}
 	}
@@ -102,7 +112,7 @@ func genTree(dir string, size int64) (treeStats, error) {
 		if i%3 == 0 {
 			rel = fmt.Sprintf("Default/Local Extension Settings/ext%02d/%06d.log", i%50, i)
 		}
-		if err := write(rel, n, []int{1, 0}[i%2]); err != nil {
+		if err := write(rel, n, kindFor(n, 0)); err != nil {
 			return st, err
 		}
 	}
