@@ -1,6 +1,244 @@
 package main
 
-import "github.com/urfave/cli/v2"
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
 
-// runCommands returns the commands of this file. Placeholder until its owner fills it.
-func runCommands() []*cli.Command { return nil }
+	"github.com/urfave/cli/v2"
+
+	"director/catalog"
+	"director/errcode"
+	"director/internal/progress"
+	"director/workflows"
+)
+
+// varsFlag collects repeated --var k=v without splitting values on commas.
+type varsFlag struct{ kv []string }
+
+func (v *varsFlag) Set(s string) error {
+	k, _, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("--var wants NAME=VALUE, got %q", s)
+	}
+	v.kv = append(v.kv, s)
+	return nil
+}
+
+func (v *varsFlag) String() string { return strings.Join(v.kv, " ") }
+
+func (v *varsFlag) vars() map[string]string {
+	m := map[string]string{}
+	for _, s := range v.kv {
+		k, val, _ := strings.Cut(s, "=")
+		m[k] = val
+	}
+	return m
+}
+
+// reportedError is a run failure whose result was already printed as the
+// one JSON object of --json: the caller maps it to its exit status and
+// prints nothing more.
+type reportedError struct{ error }
+
+func (e reportedError) Unwrap() error { return e.error }
+
+// Reported tells run (app.go) that the error is already on stdout.
+func (e reportedError) Reported() bool { return true }
+
+// runCommands returns `director run`.
+func runCommands() []*cli.Command {
+	return []*cli.Command{{
+		Name:      "run",
+		Usage:     "run a workflow: restore the profile, drive Chrome, check the login, snapshot",
+		ArgsUsage: "FILE",
+		Description: "Loads and validates the workflow YAML (errors name FILE:LINE and the field), locks the profile\n" +
+			"for the whole run (a second run of the same profile fails fast with profile_in_use), restores its\n" +
+			"snapshot, launches Chrome, runs the steps with the session's blocklist, idle timeout and max duration,\n" +
+			"checks the login, closes Chrome gracefully and snapshots per the workflow's policy — never after a\n" +
+			"failed login check, so a logged-out refresh never replaces the latest good snapshot.\n\n" +
+			"Exit codes: 0 ok, 1 failure, 2 invalid workflow or arguments, 3 human required (log in again with\n" +
+			"`director profile open NAME --snapshot`), 4 domain blocked. See docs/workflows.md.",
+		Flags: []cli.Flag{
+			&cli.GenericFlag{Name: "var", Value: &varsFlag{}, Usage: "set a workflow variable, `NAME=VALUE` (repeatable; overrides vars:)"},
+			&cli.StringFlag{Name: "artifacts", Usage: "write screenshots to `DIR` (default: a new temp directory)"},
+			&cli.StringFlag{Name: "cdp-url", EnvVars: []string{"DIRECTOR_CDP_URL"}, Usage: "attach to a running browser at `URL` (ws:// or http://) instead of launching Chrome"},
+			&cli.BoolFlag{Name: "headless", Usage: "run Chrome headless (the default unless the workflow says browser.headless: false)"},
+			&cli.BoolFlag{Name: "headed", Usage: "show the Chrome window"},
+			&cli.IntFlag{Name: "keep", EnvVars: []string{"DIRECTOR_AUDIT_KEEP"}, Value: catalog.DefaultKeepEvents, Usage: "keep at most `N` audit events after the run (0 keeps all)"},
+		},
+		Action: runWorkflow,
+	}}
+}
+
+func runWorkflow(c *cli.Context) error {
+	g := getGlobals(c)
+	ctx := c.Context
+	if c.NArg() != 1 {
+		return errcode.New(errcode.InvalidInput, "run expects exactly one workflow FILE, got %d arguments", c.NArg()).
+			WithHint("usage: director run FILE [--var NAME=VALUE]… [--json] [--artifacts DIR]")
+	}
+	if c.Bool("headless") && c.Bool("headed") {
+		return errcode.New(errcode.InvalidInput, "--headless and --headed exclude each other").WithHint("pass one of them")
+	}
+	vf, _ := c.Generic("var").(*varsFlag)
+	vars := map[string]string{}
+	if vf != nil {
+		vars = vf.vars()
+	}
+	w, err := workflows.Load(c.Args().First(), workflows.LoadOptions{Vars: vars})
+	if err != nil {
+		return err
+	}
+	cdpURL := c.String("cdp-url")
+	if cdpURL != "" && !w.Incognito && (w.Restore != workflows.RestoreNone || w.Snapshot != workflows.SnapshotNever) {
+		// A remote browser has its own profile: restoring or snapshotting the
+		// local directory would not touch it.
+		fmt.Fprintf(g.Stderr, "director: --cdp-url: the remote browser keeps its own profile; not restoring or snapshotting %s\n", w.Profile)
+		w.Restore, w.Snapshot = workflows.RestoreNone, workflows.SnapshotNever
+	}
+
+	r := &workflows.Runner{
+		Launch:       workflows.ChromeLauncher(workflows.ChromeOptions{ChromePath: c.String("chrome"), CDPURL: cdpURL, Log: g.Log}),
+		ArtifactsDir: c.String("artifacts"),
+		KeepEvents:   c.Int("keep"),
+		Log:          g.Log,
+	}
+	if r.KeepEvents == 0 {
+		r.KeepEvents = -1 // keep all
+	}
+	switch {
+	case c.Bool("headless"):
+		r.Headless = ptr(true)
+	case c.Bool("headed"):
+		r.Headless = ptr(false)
+	}
+	if w.Incognito {
+		cat, err := openCatalog(ctx, g)
+		if err != nil {
+			return err
+		}
+		defer cat.Close()
+		r.Catalog = cat
+	} else {
+		m, err := newManager(c)
+		if err != nil {
+			return err
+		}
+		defer m.Catalog.Close()
+		r.Profiles, r.Catalog = m, m.Catalog
+	}
+	if f, ok := g.Stderr.(*os.File); ok && progress.Enabled(f, g.Quiet, g.JSON) {
+		r.Progress = progressPrinter(g.Stderr, len(w.Steps))
+	}
+
+	res, err := r.Run(ctx, w)
+	if g.JSON {
+		writeJSON(g.Stdout, res)
+		if err != nil {
+			return reportedError{err}
+		}
+		return nil
+	}
+	if !g.Quiet {
+		printResult(g.Stdout, res)
+	}
+	return err
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// progressPrinter prints one line per finished stage and step on stderr.
+func progressPrinter(w io.Writer, total int) func(workflows.ProgressEvent) {
+	return func(ev workflows.ProgressEvent) {
+		if !ev.Done {
+			return
+		}
+		d := ev.Duration.Round(time.Millisecond)
+		result := "ok"
+		if ev.Err != nil {
+			result = fmt.Sprintf("failed [%s]", errcode.Of(ev.Err))
+		}
+		switch ev.Stage {
+		case "step":
+			st := ev.Step
+			label := st.Kind
+			if st.Name != "" {
+				label = st.Name + " (" + st.Kind + ")"
+			}
+			attempt := ""
+			if ev.Attempt > 1 || (ev.Err != nil && st.Retries > 0) {
+				attempt = fmt.Sprintf(" attempt %d/%d", ev.Attempt, st.Retries+1)
+			}
+			fmt.Fprintf(w, "[%d/%d] %s line %d%s: %s %s\n", st.Index+1, total, label, st.Line, attempt, result, d)
+		case "restore":
+			what := "restored " + ev.Detail
+			if ev.Detail == "" {
+				what = "no snapshot restored"
+			}
+			if ev.Err != nil {
+				what = result
+			}
+			fmt.Fprintf(w, "[restore] %s %s\n", what, d)
+		case "login_check":
+			r := "logged in"
+			if ev.Err != nil {
+				r = "NOT logged in [" + string(errcode.Of(ev.Err)) + "]"
+			}
+			fmt.Fprintf(w, "[login check] %s %s\n", r, d)
+		case "close":
+			fmt.Fprintf(w, "[close] %s %s\n", ev.Detail, d)
+		default:
+			fmt.Fprintf(w, "[%s] %s %s\n", ev.Stage, result, d)
+		}
+	}
+}
+
+// printResult is the text summary of a run.
+func printResult(w io.Writer, res *workflows.Result) {
+	who := "incognito"
+	if res.Profile != "" {
+		who = "profile " + res.Profile
+	}
+	fmt.Fprintf(w, "%s: workflow %s on %s in %s (run %s, session %s, end %s)\n", res.Status, res.Workflow, who,
+		(time.Duration(res.Durations.TotalMS) * time.Millisecond).String(), orDash(res.RunID), orDash(res.SessionID), orDash(res.EndReason))
+	if f := res.FailedStep; f != nil {
+		fmt.Fprintf(w, "  failed at step %d (%s) line %d [%s]\n", f.Index+1, f.Name, f.Line, f.Code)
+	}
+	if res.RestoredID != "" {
+		fmt.Fprintf(w, "  restored %s\n", res.RestoredID)
+	}
+	if res.LoginCheck != "none" {
+		fmt.Fprintf(w, "  login check: %s\n", res.LoginCheck)
+	}
+	switch {
+	case res.SnapshotID != "":
+		fmt.Fprintf(w, "  snapshot %s\n", res.SnapshotID)
+	case res.SnapshotSkipped != "":
+		fmt.Fprintf(w, "  no snapshot: %s\n", res.SnapshotSkipped)
+	}
+	if len(res.Outputs) > 0 {
+		keys := make([]string, 0, len(res.Outputs))
+		for k := range res.Outputs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		fmt.Fprintln(w, "  outputs:")
+		for _, k := range keys {
+			fmt.Fprintf(w, "    %s = %v\n", k, res.Outputs[k])
+		}
+	}
+	for _, a := range res.Artifacts {
+		fmt.Fprintf(w, "  artifact %s\n", a)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

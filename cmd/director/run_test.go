@@ -1,0 +1,161 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"director/internal/testsite"
+)
+
+// needChromium fails in CI without Chromium and skips elsewhere.
+func needChromium(t *testing.T) {
+	t.Helper()
+	for _, p := range []string{os.Getenv("CHROME_PATH"), "chromium", "google-chrome"} {
+		if p != "" {
+			if _, err := exec.LookPath(p); err == nil {
+				return
+			}
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium is required in CI")
+	}
+	t.Skip("chromium not found")
+}
+
+// firstJSON decodes the first JSON object on stdout.
+func firstJSON(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.NewDecoder(strings.NewReader(s)).Decode(&m); err != nil {
+		t.Fatalf("no JSON object: %v\n%s", err, s)
+	}
+	return m
+}
+
+func writeWF(t *testing.T, dir, name, src string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRunInvalidWorkflow(t *testing.T) {
+	home := cliEnv(t)
+	p := writeWF(t, t.TempDir(), "bad.yaml", "name: x\nprofile: p\nsteps:\n  - clik: '#a'\n")
+	code, out, _ := runDirector(t, "--home", home, "run", p, "--json")
+	m := firstJSON(t, out)
+	e, _ := m["error"].(map[string]any)
+	if code != 2 || e["code"] != "invalid_action" || !strings.Contains(e["message"].(string), p+":4:") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	code, _, errOut := runDirector(t, "--home", home, "run", p, "--var", "bad name=1")
+	if code != 2 || !strings.Contains(errOut, "[invalid_action]") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	code, _, errOut = runDirector(t, "--home", home, "run")
+	if code != 2 || !strings.Contains(errOut, "[invalid_input]") {
+		t.Fatalf("no file: exit %d: %s", code, errOut)
+	}
+}
+
+func TestRunCommand(t *testing.T) {
+	needChromium(t)
+	home := cliEnv(t)
+	site := testsite.New(t)
+	dir := t.TempDir()
+	d := func(args ...string) (int, string, string) {
+		return runDirector(t, append([]string{"--home", home}, args...)...)
+	}
+
+	// An incognito run with --var, outputs and a screenshot.
+	ok := writeWF(t, dir, "ok.yaml", `name: widgets
+profile: null
+vars: {who: nobody}
+steps:
+  - navigate: `+site.At("/widgets")+`
+  - type: {selector: "#name", text: "${vars.who}"}
+  - click: "#go"
+  - extract: {selector: "#out", as: out}
+  - screenshot: page.png
+`)
+	arts := filepath.Join(dir, "arts")
+	code, out, errOut := d("run", ok, "--var", "who=ann,bob", "--json", "--artifacts", arts)
+	m := firstJSON(t, out)
+	if code != 0 || m["status"] != "ok" {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	if m["outputs"].(map[string]any)["out"] != "Hello ann,bob (red)" {
+		t.Fatalf("outputs: %v", m["outputs"])
+	}
+	if a := m["artifacts"].([]any); len(a) != 1 || a[0] != filepath.Join(arts, "page.png") {
+		t.Fatalf("artifacts: %v", m["artifacts"])
+	}
+	sessionID := m["session_id"].(string)
+
+	// Text mode.
+	code, out, _ = d("run", ok)
+	if code != 0 || !strings.Contains(out, "ok: workflow widgets on incognito") || !strings.Contains(out, "out = Hello nobody (red)") {
+		t.Fatalf("text: exit %d %s", code, out)
+	}
+
+	// A link to a blocked domain: exit 4.
+	blocked := writeWF(t, dir, "blocked.yaml", `name: blocked
+profile: null
+session: {blocklist: [localhost]}
+steps:
+  - navigate: `+site.At("/links")+`
+  - click: "#localhost-link"
+  - wait_for: "#host"
+`)
+	code, out, _ = d("run", blocked, "--json")
+	m = firstJSON(t, out)
+	if code != 4 || m["status"] != "domain_blocked" || m["failed_step"] == nil {
+		t.Fatalf("blocked: exit %d %s", code, out)
+	}
+
+	// A logged-out profile: exit 3 with the command to log in again, no snapshot.
+	refresh := writeWF(t, dir, "refresh.yaml", `name: refresh
+profile: web
+login_check:
+  url: `+site.At("/account")+`
+  logged_in_selector: "#whoami"
+  login_wall_selector: form#login
+steps:
+  - navigate: `+site.At("/")+`
+`)
+	code, out, _ = d("run", refresh, "--json")
+	m = firstJSON(t, out)
+	e, _ := m["error"].(map[string]any)
+	if code != 3 || m["status"] != "human_required" || m["snapshot_id"] != nil ||
+		!strings.Contains(e["hint"].(string), "director profile open web --url "+site.At("/account")+" --snapshot") {
+		t.Fatalf("refresh: exit %d %s", code, out)
+	}
+
+	// The audit log, newest first, filtered by session.
+	code, out, _ = d("audit", "--session", sessionID, "--json")
+	m = decodeJSON(t, out)
+	evs := m["events"].([]any)
+	if code != 0 || len(evs) < 6 {
+		t.Fatalf("audit: exit %d %s", code, out)
+	}
+	first, last := evs[0].(map[string]any), evs[len(evs)-1].(map[string]any)
+	if first["kind"] != "session_end" || last["kind"] != "session_start" {
+		t.Fatalf("audit order: %v ... %v", first, last)
+	}
+	for _, ev := range evs {
+		if b, _ := json.Marshal(ev); strings.Contains(string(b), "ann,bob") {
+			t.Fatalf("typed text in the audit log: %v", ev)
+		}
+	}
+	code, out, _ = d("audit", "--profile", "web", "--limit", "1")
+	if code != 0 || !strings.Contains(out, "session_end") || strings.Count(out, "\n") != 2 {
+		t.Fatalf("audit text: exit %d %q", code, out)
+	}
+}
