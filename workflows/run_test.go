@@ -150,6 +150,10 @@ func TestLoginSnapshotWipeRestore(t *testing.T) {
 	if c, _ := res2.Outputs["cookies"].(string); !strings.Contains(c, `"late":"v1"`) {
 		t.Fatalf("late cookie missing from the snapshot: %v", res2.Outputs["cookies"])
 	}
+	// The session-only cookie survives too (ChromeLauncher keeps session cookies).
+	if c, _ := res2.Outputs["cookies"].(string); !strings.Contains(c, `"sess":"s-`) {
+		t.Fatalf("session cookie missing after restore: %v", res2.Outputs["cookies"])
+	}
 	if e.site.Logins() != 1 {
 		t.Fatal("workflow 2 logged in again")
 	}
