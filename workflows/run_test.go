@@ -386,3 +386,47 @@ func TestIncognitoLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestExamples runs the shipped examples against the test site in order:
+// login, refresh, extract; then a refresh after the server dropped the
+// session exits human_required and keeps the latest snapshot.
+func TestExamples(t *testing.T) {
+	e := newEnv(t)
+	load := func(name string) *Workflow {
+		w, err := Load(filepath.Join("..", "examples", name), LoadOptions{
+			Vars:      map[string]string{"site": e.site.URL},
+			LookupEnv: func(k string) (string, bool) { return "secret", k == "DEMO_PASSWORD" },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	res, err := e.run(t, load("login.yaml"))
+	mustOK(t, res, err)
+	if res.SnapshotID == "" {
+		t.Fatal("login.yaml took no snapshot")
+	}
+	os.RemoveAll(e.m.Dir("demo"))
+	res, err = e.run(t, load("refresh.yaml"))
+	mustOK(t, res, err)
+	good := res.SnapshotID
+	if good == "" || res.LoginCheck != "passed" {
+		t.Fatalf("refresh.yaml: %+v", res)
+	}
+	res, err = e.run(t, load("extract.yaml"))
+	mustOK(t, res, err)
+	if res.Outputs["user"] != "Logged in as alice" || res.Outputs["local_storage"] != "remember-me" ||
+		len(res.Outputs["items"].([]string)) != 3 || res.Outputs["title"] != "Widgets" || len(res.Artifacts) != 1 || res.SnapshotID != "" {
+		t.Fatalf("extract.yaml: %+v", res)
+	}
+	e.site.Invalidate("")
+	res, err = e.run(t, load("refresh.yaml"))
+	if errcode.Of(err) != errcode.HumanRequired || res.SnapshotID != "" {
+		t.Fatalf("refresh after invalidation: %v %+v", err, res)
+	}
+	snaps, _ := e.m.Snapshots(context.Background(), "demo")
+	if len(snaps) == 0 || snaps[0].ID != good {
+		t.Fatalf("latest is not the last good snapshot: %+v", snaps)
+	}
+}
