@@ -150,6 +150,7 @@ func runChild(ctx context.Context, a childArgs) (res *childResult, err error) {
 			return nil, errcode.Wrap(err, errcode.Internal, "creating heap profile")
 		}
 		defer f.Close()
+		runtime.GC() // the profile shows the state as of the last GC
 		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
 			return nil, errcode.Wrap(err, errcode.Internal, "writing heap profile")
 		}

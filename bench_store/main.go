@@ -48,6 +48,7 @@ func mainStatus(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.PprofDir, "pprof", "", "write CPU and heap profiles of every child into this folder")
 	fs.StringVar(&cfg.Server, "versitygw", s3test.Binary(), "the versitygw binary")
 	timeout := fs.Duration("timeout", time.Hour, "give up after this long")
+	verbose := fs.Bool("v", false, "pass the children's stderr through (e.g. with GODEBUG=gctrace=1)")
 	if err := fs.Parse(args); err != nil {
 		return errcode.ExitUsage
 	}
@@ -59,6 +60,9 @@ func mainStatus(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	if *verbose {
+		cfg.ChildStderr = stderr
+	}
 	cfg.Command = strings.Join(append([]string{"go run ./bench_store"}, args...), " ")
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	rep, err := run(ctx, cfg, log)
@@ -88,6 +92,8 @@ type config struct {
 	PprofDir string
 	Server   string // versitygw binary
 	Command  string // how it was invoked, for the report
+	// ChildStderr, when set, also receives the children's stderr.
+	ChildStderr io.Writer
 	// Self is the executable re-run for the children; "" means this one.
 	Self string
 	// started, when set, is told the work folder and the server endpoint
@@ -234,7 +240,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (rep *Report, err er
 			base := filepath.Join(cfg.PprofDir, fmt.Sprintf("%s-%s-%d", op, md.name, r))
 			args = append(args, "-cpuprofile", base+".cpu.pprof", "-memprofile", base+".allocs.pprof")
 		}
-		return runChildProcess(ctx, self, args, env)
+		return runChildProcess(ctx, self, args, env, cfg.ChildStderr)
 	}
 
 	// Alternate the order of plain and encrypted in every repetition, so
@@ -299,12 +305,15 @@ func mkdir(parts ...string) string {
 
 // runChildProcess runs one child and adds its peak RSS and CPU time to the
 // JSON line it prints.
-func runChildProcess(ctx context.Context, self string, args, env []string) (Run, error) {
+func runChildProcess(ctx context.Context, self string, args, env []string, stderr io.Writer) (Run, error) {
 	var out bytes.Buffer
 	errOut := &capBuffer{max: 64 << 10}
 	cmd := exec.CommandContext(ctx, self, args...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = &out, errOut
+	if stderr != nil {
+		cmd.Stderr = io.MultiWriter(errOut, stderr)
+	}
 	cmd.SysProcAttr = childAttr()
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
