@@ -3,6 +3,8 @@ package storage
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -33,10 +35,15 @@ import (
 //     ignore the header to one request's time. director's keys carry a
 //     random suffix, which makes that race moot in practice.
 //   - Custom endpoints use path-style addressing; AWS uses the default.
+//   - An endpoint may have a path, as Supabase's S3 endpoint has
+//     (https://PROJECT.supabase.co/storage/v1/s3): requests then go through
+//     pathSigner (s3path.go) and every upload request carries the SHA-256 of
+//     its in-memory body.
 type s3Store struct {
 	bucket   string
 	prefix   string // "" or "a/b" without slashes at either end
 	endpoint string // host:port
+	path     string // "" or the endpoint's path, e.g. "/storage/v1/s3"
 	secure   bool
 	region   string
 	meta     *minio.Client // MaxRetries 1: metadata calls are retried by Options.Retry with per-call deadlines
@@ -102,21 +109,38 @@ func openS3(rawURL string, opts Options) (Store, error) {
 			default:
 				return nil, badURL(rawURL, "endpoint scheme %q: use host:port, http://host:port or https://host:port", scheme)
 			}
-			s.endpoint = strings.TrimSuffix(hostport, "/")
+			s.endpoint = hostport
 		}
-		if s.endpoint == "" || strings.ContainsAny(s.endpoint, "/?#@") {
-			return nil, badURL(rawURL, "endpoint %q: use host:port", s.endpoint)
+		host, path, _ := strings.Cut(s.endpoint, "/")
+		if host == "" || strings.ContainsAny(host, "?#@") {
+			return nil, badURL(rawURL, "endpoint %q: use host:port or host:port/path", s.endpoint)
 		}
+		if path = strings.TrimSuffix(path, "/"); path != "" {
+			if err := checkEndpointPath(path); err != nil {
+				return nil, badURL(rawURL, "endpoint path %q: %v", path, err).
+					WithHint("use endpoint=https://HOST/PATH, e.g. endpoint=https://PROJECT.supabase.co/storage/v1/s3&region=REGION for Supabase's S3 endpoint")
+			}
+			s.path = "/" + path
+		}
+		s.endpoint = host
 	}
 	if opts.AWSAccessKeyID == "" || opts.AWSSecretAccessKey == "" {
 		return nil, errcode.New(errcode.InvalidInput, "no S3 credentials for %s", s).
 			WithHint("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or --aws-access-key-id and --aws-secret-access-key)")
 	}
+	transport := opts.HTTPClient.Transport
+	if s.path != "" {
+		next := transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		transport = &pathSigner{prefix: s.path, accessKey: opts.AWSAccessKeyID, secretKey: opts.AWSSecretAccessKey, region: s.region, next: next}
+	}
 	mk := func(retries int) (*minio.Client, error) {
 		return minio.New(s.endpoint, &minio.Options{
 			Creds:        credentials.NewStaticV4(opts.AWSAccessKeyID, opts.AWSSecretAccessKey, ""),
 			Secure:       s.secure,
-			Transport:    opts.HTTPClient.Transport,
+			Transport:    transport,
 			Region:       s.region,
 			BucketLookup: lookup,
 			MaxRetries:   retries,
@@ -143,7 +167,7 @@ func (s *s3Store) String() string {
 		}
 		return u
 	}
-	q := "?endpoint=" + s.endpoint
+	q := "?endpoint=" + s.endpoint + s.path
 	if s.region != "us-east-1" {
 		q += "&region=" + url.QueryEscape(s.region)
 	}
@@ -162,9 +186,9 @@ func (s *s3Store) full(key string) string {
 
 func (s *s3Store) endpointURL() string {
 	if s.secure {
-		return "https://" + s.endpoint
+		return "https://" + s.endpoint + s.path
 	}
-	return "http://" + s.endpoint
+	return "http://" + s.endpoint + s.path
 }
 
 // classify turns a minio-go error into the coded error of the call what.
@@ -202,7 +226,7 @@ func (s *s3Store) classify(ctx context.Context, what string, err error) error {
 	if p, transient, ok := netProblem(err); ok {
 		hint := ""
 		if p == ProblemUnreachable {
-			hint = fmt.Sprintf("cannot reach %s: check endpoint=HOST:PORT in the store URL and that the server is up", s.endpointURL())
+			hint = fmt.Sprintf("cannot reach %s: check endpoint=HOST:PORT[/PATH] in the store URL and that the server is up", s.endpointURL())
 			if s.secure {
 				hint += "; add insecure=true for a plain-http endpoint"
 			}
@@ -217,8 +241,12 @@ func (s *s3Store) noBucket(what string, err error) error {
 	if s.endpoint == "s3.amazonaws.com" {
 		mb = fmt.Sprintf("aws s3 mb s3://%s --region %s", s.bucket, s.region)
 	}
+	other := fmt.Sprintf("mc mb ALIAS/%s", s.bucket)
+	if strings.HasSuffix(s.path, "/storage/v1/s3") {
+		other = "Storage, New bucket, in the Supabase dashboard"
+	}
 	return fail(s, what, ProblemNoBucket, false,
-		fmt.Sprintf("bucket %q does not exist; create it first, e.g.: %s (or: mc mb ALIAS/%s)", s.bucket, mb, s.bucket), err)
+		fmt.Sprintf("bucket %q does not exist; create it first, e.g.: %s (or: %s)", s.bucket, mb, other), err)
 }
 
 // explainHead re-asks with a one-key listing when HEAD failed with 404 or
@@ -398,7 +426,8 @@ func (s *s3Store) Put(ctx context.Context, key string, r io.Reader, size int64) 
 	}
 	if rerr != nil || (size >= 0 && int64(n) == size) {
 		// The whole body is in buf: one conditional PUT.
-		_, err := core.PutObject(ctx, s.bucket, s.full(key), bytes.NewReader(buf[:n]), int64(n), "", "", popts)
+		one, sha := s.signedPayload(popts, buf[:n])
+		_, err := core.PutObject(ctx, s.bucket, s.full(key), bytes.NewReader(buf[:n]), int64(n), "", sha, one)
 		if err != nil {
 			return interrupted(s.classify(ctx, what, err))
 		}
@@ -433,7 +462,9 @@ func (s *s3Store) putMultipart(ctx context.Context, key, what string, body *body
 	var parts []minio.CompletePart
 	n := len(buf) // the first part is already in buf
 	for part := 1; ; part++ {
-		p, err := core.PutObjectPart(ctx, s.bucket, full, uploadID, part, bytes.NewReader(buf[:n]), int64(n), minio.PutObjectPartOptions{})
+		_, sha := s.signedPayload(popts, buf[:n])
+		p, err := core.PutObjectPart(ctx, s.bucket, full, uploadID, part, bytes.NewReader(buf[:n]), int64(n),
+			minio.PutObjectPartOptions{Sha256Hex: sha, DisableContentSha256: sha != ""})
 		if err != nil {
 			return s.classify(ctx, what, fmt.Errorf("part %d: %w", part, err))
 		}
@@ -485,4 +516,19 @@ func (s *s3Store) abort(ctx context.Context, key, uploadID string) {
 		s.opts.Log.Warn("could not abort the failed upload; its parts stay until a bucket lifecycle rule (AbortIncompleteMultipartUpload) removes them",
 			"store", s.String(), "key", key, "upload_id", uploadID, "err", err)
 	}
+}
+
+// signedPayload returns the options and SHA-256 (hex) of an upload request
+// whose body is b. On an endpoint with a path the request must be signable
+// in one piece (see s3path.go): minio-go then sends the body's SHA-256 as
+// X-Amz-Content-Sha256 instead of streaming chunk signatures (plain http) or
+// UNSIGNED-PAYLOAD (https). Elsewhere minio-go keeps its defaults and the
+// returned SHA-256 is "".
+func (s *s3Store) signedPayload(popts minio.PutObjectOptions, b []byte) (minio.PutObjectOptions, string) {
+	if s.path == "" {
+		return popts, ""
+	}
+	sum := sha256.Sum256(b)
+	popts.DisableContentSha256 = true
+	return popts, hex.EncodeToString(sum[:])
 }

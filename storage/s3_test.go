@@ -43,6 +43,11 @@ func TestOpenURLs(t *testing.T) {
 		{"s3://bucket/p?endpoint=127.0.0.1:9000&insecure=true", full, "s3://bucket/p?endpoint=127.0.0.1:9000&insecure=true", true},
 		{"s3://bucket/p?endpoint=http://minio.local:9000", full, "s3://bucket/p?endpoint=minio.local:9000&insecure=true", true},
 		{"s3://bucket/p?endpoint=https://r2.example.com", full, "s3://bucket/p?endpoint=r2.example.com", true},
+		// Endpoints with a path, such as Supabase's S3 endpoint.
+		{"s3://profiles/team?endpoint=https://abc.supabase.co/storage/v1/s3&region=eu-west-2", full, "s3://profiles/team?endpoint=abc.supabase.co/storage/v1/s3&region=eu-west-2", true},
+		{"s3://profiles?endpoint=abc.supabase.co/storage/v1/s3/&region=eu-west-2", full, "s3://profiles?endpoint=abc.supabase.co/storage/v1/s3&region=eu-west-2", true},
+		{"s3://profiles?endpoint=http://127.0.0.1:54321/storage/v1/s3", full, "s3://profiles?endpoint=127.0.0.1:54321/storage/v1/s3&insecure=true", true},
+		{"s3://profiles?endpoint=https://host/", full, "s3://profiles?endpoint=host", true},
 		{"supabase://", full, "supabase://browser-profiles", true},
 		{"supabase:///team/a", full, "supabase://browser-profiles/team/a", true},
 		{"supabase://mine/p", full, "supabase://mine/p", true},
@@ -58,6 +63,14 @@ func TestOpenURLs(t *testing.T) {
 		{"s3://b/a//c", full, "", false},
 		{"s3://b/../c", full, "", false},
 		{"s3://b?endpoint=ftp://x", full, "", false},
+		{"s3://b?endpoint=host/a//b", full, "", false},
+		{"s3://b?endpoint=host/a/../b", full, "", false},
+		{"s3://b?endpoint=host/./s3", full, "", false},
+		{"s3://b?endpoint=host/a%20b", full, "", false},
+		{"s3://b?endpoint=host/a%2Fb?c", full, "", false},
+		{"s3://b?endpoint=/storage/v1/s3", full, "", false},
+		{"s3://b?endpoint=https:///storage/v1/s3", full, "", false},
+		{"s3://b?endpoint=user@host/storage/v1/s3", full, "", false},
 		{"s3://b", Options{}, "", false},
 		{"supabase://b?x=1", full, "", false},
 		{"supabase://b", Options{}, "", false},
@@ -80,6 +93,13 @@ func TestOpenURLs(t *testing.T) {
 			}
 			if s.String() != tt.want {
 				t.Errorf("String() = %q, want %q", s.String(), tt.want)
+			}
+			if strings.HasPrefix(tt.want, "s3://") {
+				// The description opens the same store.
+				again, err := Open(context.Background(), s.String(), tt.opts)
+				if err != nil || again.String() != s.String() {
+					t.Errorf("reopening %q = %v, %v", s.String(), again, err)
+				}
 			}
 			if IsRemote(s) != tt.remote {
 				t.Errorf("IsRemote = %v", IsRemote(s))
