@@ -124,11 +124,11 @@ type Ratios struct {
 	// The same on the children's CPU time, steadier than wall time on a
 	// shared machine.
 	SnapshotEncryptionCPUOverheadPct float64 `json:"snapshot_encryption_cpu_overhead_pct"`
-	PeakRSSMB                     float64 `json:"peak_rss_mb"`
-	TargetOverheadPct             float64 `json:"target_snapshot_encryption_overhead_pct"`
-	TargetPeakRSSMB               float64 `json:"target_peak_rss_mb"`
-	OverheadMet                   bool    `json:"overhead_target_met"`
-	PeakRSSMet                    bool    `json:"peak_rss_target_met"`
+	PeakRSSMB                        float64 `json:"peak_rss_mb"`
+	TargetOverheadPct                float64 `json:"target_snapshot_encryption_overhead_pct"`
+	TargetPeakRSSMB                  float64 `json:"target_peak_rss_mb"`
+	OverheadMet                      bool    `json:"overhead_target_met"`
+	PeakRSSMet                       bool    `json:"peak_rss_target_met"`
 }
 
 // Case is one operation in one mode, over all repetitions.
