@@ -80,7 +80,7 @@ func newTransport() *http.Transport {
 // Open builds the store that rawURL names:
 //
 //	file:///abs/path                 objects are files under the folder
-//	s3://BUCKET[/PREFIX][?endpoint=HOST:PORT&region=R&insecure=true]
+//	s3://BUCKET[/PREFIX][?endpoint=HOST:PORT[/PATH]&region=R&insecure=true]
 //	supabase://[BUCKET][/PREFIX]     Supabase Storage; bucket browser-profiles by default
 //
 // A malformed URL is an invalid_input error with a hint. Open does no
