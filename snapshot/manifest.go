@@ -21,6 +21,7 @@ type Manifest struct {
 	ChromeVersion string    `json:"chrome_version,omitempty"` // from "Last Version"
 	Note          string    `json:"note,omitempty"`
 	Excludes      []string  `json:"excludes"`
+	Includes      []string  `json:"includes,omitempty"` // patterns that re-included excluded paths
 	Files         []File    `json:"files"`
 	FileCount     int       `json:"file_count"`
 	RawSize       int64     `json:"raw_size"` // sum of regular file sizes

@@ -1,0 +1,43 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"director/errcode"
+)
+
+const (
+	hintAltered = "the archive was altered or is not a director snapshot; restore another snapshot with `director profile snapshots NAME`"
+	hintCorrupt = "the archive is damaged or incomplete; restore another snapshot with `director profile snapshots NAME`"
+	hintUpgrade = "this snapshot was written by another director version; upgrade director or restore another snapshot with `director profile snapshots NAME`"
+	hintBusy    = "close Chrome on this profile (a graceful close, so it flushes its files) and take the snapshot again"
+)
+
+// unsafeArchive reports an archive that tries to do something a snapshot never does.
+func unsafeArchive(format string, args ...any) error {
+	return errcode.New(errcode.UnsafeArchive, "unsafe archive: "+format, args...).WithHint(hintAltered)
+}
+
+// corrupt reports damage: a hash mismatch, a broken compressed stream, a truncation.
+func corrupt(err error, format string, args ...any) error {
+	msg := "corrupt snapshot: " + fmt.Sprintf(format, args...)
+	if err == nil {
+		return errcode.New(errcode.SnapshotCorrupt, "%s", msg).WithHint(hintCorrupt)
+	}
+	return errcode.Hinted(err, errcode.SnapshotCorrupt, hintCorrupt, "%s", msg)
+}
+
+// internal reports a local I/O failure.
+func internal(err error, format string, args ...any) error {
+	return errcode.Wrap(err, errcode.Internal, format, args...)
+}
+
+// ctxErr turns a context error into a coded one.
+func ctxErr(err error, what string) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errcode.Wrap(err, errcode.Timeout, "%s timed out", what)
+	}
+	return errcode.Wrap(err, errcode.Internal, "%s cancelled", what)
+}

@@ -1,0 +1,411 @@
+package snapshot
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+
+	"director/errcode"
+)
+
+// Defaults of ExtractOptions.
+const (
+	DefaultMaxArchiveBytes  = 500 << 20
+	DefaultMaxUnpackedBytes = 4 << 30
+	DefaultMaxFiles         = 200_000
+	DefaultMaxManifestBytes = 64 << 20
+)
+
+// decoderMaxWindow bounds the zstd window a stream may ask for, and so the
+// decoder's memory. Create writes encoderWindow.
+const decoderMaxWindow = 16 << 20
+
+// ExtractOptions bounds what reading an archive may cost. Zero fields take
+// the defaults above.
+type ExtractOptions struct {
+	MaxArchiveBytes  int64 // compressed bytes read from the stream
+	MaxUnpackedBytes int64 // decompressed bytes (the tar stream), a bomb guard
+	MaxFiles         int   // entries in the manifest
+	MaxManifestBytes int64 // size of the manifest entry
+}
+
+func (o ExtractOptions) withDefaults() ExtractOptions {
+	if o.MaxArchiveBytes <= 0 {
+		o.MaxArchiveBytes = DefaultMaxArchiveBytes
+	}
+	if o.MaxUnpackedBytes <= 0 {
+		o.MaxUnpackedBytes = DefaultMaxUnpackedBytes
+	}
+	if o.MaxFiles <= 0 {
+		o.MaxFiles = DefaultMaxFiles
+	}
+	if o.MaxManifestBytes <= 0 {
+		o.MaxManifestBytes = DefaultMaxManifestBytes
+	}
+	return o
+}
+
+// Verify reads an archive stream to its end without writing anything and
+// checks every entry against the manifest: paths, types, sizes, sha256,
+// nothing extra, nothing missing. It returns the manifest.
+func Verify(ctx context.Context, r io.Reader, opts ExtractOptions) (*Manifest, error) {
+	return readArchive(ctx, r, opts, discardSink{})
+}
+
+// sink receives the checked entries of an archive, parents first.
+type sink interface {
+	mkdir(f *File) error
+	symlink(f *File) error
+	create(f *File) (io.WriteCloser, error)
+}
+
+type discardSink struct{}
+
+func (discardSink) mkdir(*File) error                    { return nil }
+func (discardSink) symlink(*File) error                  { return nil }
+func (discardSink) create(*File) (io.WriteCloser, error) { return nopWriteCloser{io.Discard}, nil }
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// limitedReader counts the bytes read through it, fails once more than max
+// have been read, and watches ctx. It remembers its own failure, so that the
+// caller can tell it from whatever error the layers above made of it.
+type limitedReader struct {
+	r    io.Reader
+	ctx  context.Context
+	max  int64
+	over func() error // the error for passing max
+	// source marks the reader of the caller's stream: its errors are kept
+	// (with their codes). The decoder's errors are classified later.
+	source bool
+
+	mu  sync.Mutex // the zstd decoder reads from its own goroutine
+	n   int64
+	err error
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return 0, l.err
+	}
+	if err := l.ctx.Err(); err != nil {
+		l.err = ctxErr(err, "reading the archive")
+		return 0, l.err
+	}
+	if rest := l.max - l.n + 1; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n, err := l.r.Read(p)
+	l.n += int64(n)
+	if l.n > l.max {
+		l.err = l.over()
+		return n, l.err
+	}
+	if l.source && err != nil && err != io.EOF {
+		// The source's own error (a network failure, say) keeps its code.
+		if errcode.Of(err) == errcode.Internal {
+			err = internal(err, "reading the archive")
+		}
+		l.err = err
+	}
+	return n, err
+}
+
+func (l *limitedReader) failure() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// archiveReader walks one archive stream.
+type archiveReader struct {
+	in, unpacked *limitedReader
+}
+
+// classify turns an error from the zstd or tar layers into a coded one.
+func (a *archiveReader) classify(err error, where string) error {
+	if e := a.in.failure(); e != nil {
+		return e
+	}
+	if e := a.unpacked.failure(); e != nil {
+		return e
+	}
+	if errcode.Of(err) != errcode.Internal {
+		return err
+	}
+	if errors.Is(err, tar.ErrInsecurePath) {
+		return unsafeArchive("%s: %v", where, err)
+	}
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return corrupt(err, "%s", where)
+}
+
+func readArchive(ctx context.Context, r io.Reader, opts ExtractOptions, out sink) (*Manifest, error) {
+	opts = opts.withDefaults()
+	a := &archiveReader{
+		in: &limitedReader{r: r, ctx: ctx, source: true, max: opts.MaxArchiveBytes, over: func() error {
+			return unsafeArchive("the archive is larger than the %d-byte limit", opts.MaxArchiveBytes)
+		}},
+	}
+	zr, err := zstd.NewReader(a.in,
+		zstd.WithDecoderConcurrency(2),
+		zstd.WithDecoderMaxWindow(decoderMaxWindow),
+		zstd.WithDecoderMaxMemory(decoderMaxWindow))
+	if err != nil {
+		return nil, internal(err, "starting zstd decoder")
+	}
+	defer zr.Close()
+	a.unpacked = &limitedReader{r: zr, ctx: ctx, max: opts.MaxUnpackedBytes, over: func() error {
+		return unsafeArchive("the archive unpacks to more than the %d-byte limit (a decompression bomb?)", opts.MaxUnpackedBytes)
+	}}
+	tr := tar.NewReader(a.unpacked)
+
+	m, err := a.readManifest(tr, opts)
+	if err != nil {
+		return nil, err
+	}
+	index := make(map[string]int, len(m.Files))
+	for i := range m.Files {
+		index[m.Files[i].Path] = i
+	}
+	seen := make([]bool, len(m.Files))
+	h := sha256.New()
+	buf := make([]byte, 256<<10)
+	var sum [sha256.Size]byte
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, a.classify(err, "reading the tar stream")
+		}
+		name := hdr.Name
+		if hdr.Typeflag == tar.TypeDir {
+			name = strings.TrimSuffix(name, "/")
+		}
+		if err := checkEntryType(hdr); err != nil {
+			return nil, err
+		}
+		if err := checkPath(name); err != nil {
+			return nil, err
+		}
+		i, ok := index[name]
+		if !ok {
+			return nil, unsafeArchive("entry %q is not in the manifest", name)
+		}
+		if seen[i] {
+			return nil, unsafeArchive("entry %q appears twice", name)
+		}
+		seen[i] = true
+		f := &m.Files[i]
+		if want := tarType(f.Type); hdr.Typeflag != want {
+			return nil, unsafeArchive("entry %q is a %s in the archive but a %s in the manifest", name, typeName(hdr.Typeflag), f.Type)
+		}
+		if d := path.Dir(name); d != "." && !seen[index[d]] {
+			return nil, unsafeArchive("entry %q comes before its directory %q", name, d)
+		}
+		switch f.Type {
+		case TypeDir:
+			err = out.mkdir(f)
+		case TypeSymlink:
+			if hdr.Linkname != f.Link {
+				return nil, unsafeArchive("symlink %q points to %q in the archive but to %q in the manifest", name, hdr.Linkname, f.Link)
+			}
+			err = out.symlink(f)
+		case TypeFile:
+			if hdr.Size > f.Size {
+				return nil, unsafeArchive("entry %q holds %d bytes, more than the %d the manifest says", name, hdr.Size, f.Size)
+			}
+			if hdr.Size < f.Size {
+				return nil, corrupt(nil, "entry %q holds %d bytes, fewer than the %d the manifest says", name, hdr.Size, f.Size)
+			}
+			var w io.WriteCloser
+			if w, err = out.create(f); err != nil {
+				break
+			}
+			h.Reset()
+			_, err = io.CopyBuffer(io.MultiWriter(w, h), tr, buf)
+			if cerr := w.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				if errcode.Of(err) == errcode.Internal && !isWriteErr(err) {
+					err = a.classify(err, fmt.Sprintf("reading %q", name))
+				}
+				break
+			}
+			if hex.EncodeToString(h.Sum(sum[:0])) != f.SHA256 {
+				return nil, corrupt(nil, "content of %q does not match its sha256 in the manifest", name)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	for i, ok := range seen {
+		if !ok {
+			missing := 0
+			for _, s := range seen[i:] {
+				if !s {
+					missing++
+				}
+			}
+			if missing == 1 {
+				return nil, corrupt(nil, "the archive lacks %q, listed in the manifest", m.Files[i].Path)
+			}
+			return nil, corrupt(nil, "the archive lacks %q and %d more entries listed in the manifest", m.Files[i].Path, missing-1)
+		}
+	}
+	// Read to the end: the zstd checksum of the last frame is checked only
+	// there, and nothing but tar's zero padding may follow the last entry.
+	for {
+		n, err := a.unpacked.Read(buf)
+		if !allZero(buf[:n]) {
+			return nil, corrupt(nil, "data follows the end of the tar archive")
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, a.classify(err, "reading the end of the archive")
+		}
+	}
+	return m, nil
+}
+
+func (a *archiveReader) readManifest(tr *tar.Reader, opts ExtractOptions) (*Manifest, error) {
+	hdr, err := tr.Next()
+	if err == io.EOF {
+		return nil, corrupt(nil, "the archive is empty")
+	}
+	if err != nil {
+		return nil, a.classify(err, "reading the first entry")
+	}
+	if hdr.Name != ManifestPath || hdr.Typeflag != tar.TypeReg {
+		return nil, unsafeArchive("the first entry is %q, not the manifest %s", hdr.Name, ManifestPath)
+	}
+	if hdr.Size > opts.MaxManifestBytes {
+		return nil, unsafeArchive("the manifest is %d bytes, over the %d-byte limit", hdr.Size, opts.MaxManifestBytes)
+	}
+	b, err := io.ReadAll(tr)
+	if err != nil {
+		return nil, a.classify(err, "reading the manifest")
+	}
+	m, err := ParseManifest(b)
+	if err != nil {
+		return nil, err
+	}
+	if len(m.Files) > opts.MaxFiles {
+		return nil, unsafeArchive("the manifest lists %d entries, over the limit of %d", len(m.Files), opts.MaxFiles)
+	}
+	if m.RawSize > opts.MaxUnpackedBytes {
+		return nil, unsafeArchive("the manifest declares %d bytes, over the %d-byte unpacked limit", m.RawSize, opts.MaxUnpackedBytes)
+	}
+	return m, nil
+}
+
+func checkEntryType(hdr *tar.Header) error {
+	switch hdr.Typeflag {
+	case tar.TypeReg, tar.TypeDir, tar.TypeSymlink:
+		return nil
+	case tar.TypeLink:
+		return unsafeArchive("entry %q is a hard link (to %q)", hdr.Name, hdr.Linkname)
+	case tar.TypeChar, tar.TypeBlock:
+		return unsafeArchive("entry %q is a device file", hdr.Name)
+	case tar.TypeFifo:
+		return unsafeArchive("entry %q is a fifo", hdr.Name)
+	default:
+		return unsafeArchive("entry %q has unsupported tar type %q", hdr.Name, hdr.Typeflag)
+	}
+}
+
+func tarType(t string) byte {
+	switch t {
+	case TypeDir:
+		return tar.TypeDir
+	case TypeSymlink:
+		return tar.TypeSymlink
+	}
+	return tar.TypeReg
+}
+
+func typeName(t byte) string {
+	switch t {
+	case tar.TypeDir:
+		return TypeDir
+	case tar.TypeSymlink:
+		return TypeSymlink
+	}
+	return TypeFile
+}
+
+func allZero(b []byte) bool {
+	return len(bytes.TrimLeft(b, "\x00")) == 0
+}
+
+// writeErr marks a failure of the local disk, as opposed to the stream.
+type writeErr struct{ error }
+
+func (e writeErr) Unwrap() error { return e.error }
+
+func isWriteErr(err error) bool {
+	var w writeErr
+	return errors.As(err, &w)
+}
+
+// rootSink writes the entries under an os.Root: nothing can land outside it,
+// whatever symlinks the tree holds.
+type rootSink struct{ root *os.Root }
+
+func (s rootSink) mkdir(f *File) error {
+	return wrapWrite(s.root.Mkdir(f.Path, 0o700), f.Path)
+}
+
+func (s rootSink) symlink(f *File) error {
+	return wrapWrite(s.root.Symlink(f.Link, f.Path), f.Path)
+}
+
+func (s rootSink) create(f *File) (io.WriteCloser, error) {
+	fh, err := s.root.OpenFile(f.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, wrapWrite(err, f.Path)
+	}
+	return fileWriter{fh, f.Path}, nil
+}
+
+type fileWriter struct {
+	f    *os.File
+	name string
+}
+
+func (w fileWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	return n, wrapWrite(err, w.name)
+}
+
+func (w fileWriter) Close() error { return wrapWrite(w.f.Close(), w.name) }
+
+func wrapWrite(err error, name string) error {
+	if err == nil {
+		return nil
+	}
+	return writeErr{internal(err, "writing %q", name)}
+}

@@ -1,0 +1,136 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"director/errcode"
+)
+
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
+// fuzzSeeds are valid and nearly valid tar streams (uncompressed).
+func fuzzSeeds(t testing.TB) [][]byte {
+	es := append(slices.Clone(okEntries), symlink("Default/l", "Preferences"), dir("Default/sub"), file("Default/sub/x", "xyz"))
+	return [][]byte{
+		tarOf(t, manifestOf(es), es),
+		tarOf(t, manifestOf(okEntries), okEntries),
+		tarOf(t, manifestOf(okEntries), append(slices.Clone(okEntries), symlink("Default/up", ".."))),
+	}
+}
+
+// FuzzRestore feeds arbitrary bytes to Restore over an existing profile. Input
+// that starts with the zstd magic goes in as is; anything else is taken as a
+// tar stream and compressed first, so that the fuzzer reaches the tar and
+// manifest checks instead of stopping at zstd's checksums. Restore must never
+// panic, never touch anything outside its temporary directory, and either
+// succeed or leave the old profile exactly as it was.
+//
+// Each input costs a few file-system operations, so run it with a short
+// minimisation time, on tmpfs if there is one:
+//
+//	TMPDIR=/dev/shm go test -run '^$' -fuzz '^FuzzRestore$' -fuzztime 60s -fuzzminimizetime 5s ./snapshot
+func FuzzRestore(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s)
+		f.Add(zstdOf(f, s))
+	}
+	// One tree per fuzzing process, rebuilt only after a successful restore.
+	base := f.TempDir()
+	parent := filepath.Join(base, "profiles")
+	profile := filepath.Join(parent, "work")
+	old := map[string]string{"Local State": "old", "Default/Preferences": "old prefs"}
+	writeTree(f, profile, old)
+	must(f, os.WriteFile(filepath.Join(base, "outside"), []byte("outside"), 0o600))
+	before := dirState(f, profile)
+	opts := RestoreOptions{ExtractOptions: ExtractOptions{MaxArchiveBytes: 1 << 20, MaxUnpackedBytes: 8 << 20, MaxFiles: 1000, MaxManifestBytes: 1 << 20}}
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		arc := data
+		if !bytes.HasPrefix(data, zstdMagic) {
+			arc = zstdOf(t, data)
+		}
+		m, err := Restore(context.Background(), bytes.NewReader(arc), profile, opts)
+		if e := entries(t, parent); !slices.Equal(e, []string{"work"}) {
+			t.Fatalf("parent holds %v after Restore (err %v)", e, err)
+		}
+		if e := entries(t, base); !slices.Equal(e, []string{"outside", "profiles"}) {
+			t.Fatalf("base holds %v after Restore (err %v)", e, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(base, "outside")); string(b) != "outside" {
+			t.Fatal("a file outside the profile changed")
+		}
+		if err != nil {
+			switch errcode.Of(err) {
+			case errcode.UnsafeArchive, errcode.SnapshotCorrupt:
+			default:
+				t.Fatalf("unexpected code %s: %v", errcode.Of(err), err)
+			}
+			if !mapsEqual(before, dirState(t, profile)) {
+				t.Fatalf("failed restore (%v) changed the profile", err)
+			}
+			return
+		}
+		// Success: the profile is exactly what the manifest lists, and no
+		// symlink in it leads outside.
+		got := dirState(t, profile)
+		if len(got) != len(m.Files)+1 {
+			t.Fatalf("restored %d entries, manifest lists %d", len(got)-1, len(m.Files))
+		}
+		for _, f := range m.Files {
+			p := filepath.FromSlash(f.Path)
+			if !strings.HasPrefix(got[p], f.Type) {
+				t.Fatalf("%s restored as %q, manifest says %s", f.Path, got[p], f.Type)
+			}
+			if f.Type == TypeSymlink {
+				if r, err := filepath.EvalSymlinks(filepath.Join(profile, p)); err == nil {
+					if rel, err := filepath.Rel(profile, r); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+						t.Fatalf("symlink %s resolves outside the profile to %s", f.Path, r)
+					}
+				}
+			}
+		}
+		must(t, os.RemoveAll(profile))
+		writeTree(t, profile, old)
+	})
+}
+
+// FuzzParseManifest checks that the parser never panics, and that whatever it
+// accepts is safe: clean relative paths, parents first, symlinks inside.
+func FuzzParseManifest(f *testing.F) {
+	es := append(slices.Clone(okEntries), symlink("Default/l", "Preferences"), symlink("Default/up", ".."), symlink("x", "Default/up/Default"))
+	b, err := json.Marshal(manifestOf(es))
+	must(f, err)
+	f.Add(b)
+	f.Add([]byte(`{"format_version":1,"files":[{"path":"a","type":"dir","mode":448},{"path":"a/b","type":"symlink","link":"../a/../a"}]}`))
+	f.Add([]byte(`{"format_version":1,"files":[{"path":"../x","type":"file"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseManifest(data)
+		if err != nil {
+			if c := errcode.Of(err); c != errcode.UnsafeArchive && c != errcode.SnapshotCorrupt {
+				t.Fatalf("unexpected code %s: %v", c, err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, fl := range m.Files {
+			if checkPath(fl.Path) != nil || seen[fl.Path] {
+				t.Fatalf("accepted bad or duplicate path %q", fl.Path)
+			}
+			if d := filepath.Dir(fl.Path); d != "." && !seen[d] {
+				t.Fatalf("accepted %q before its directory", fl.Path)
+			}
+			seen[fl.Path] = true
+			if fl.Type == TypeSymlink && (strings.HasPrefix(fl.Link, "/") ||
+				strings.HasPrefix(filepath.Clean(filepath.Join(filepath.Dir(fl.Path), fl.Link)), "..")) {
+				t.Fatalf("accepted escaping symlink %q -> %q", fl.Path, fl.Link)
+			}
+		}
+	})
+}

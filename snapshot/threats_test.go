@@ -1,0 +1,368 @@
+package snapshot
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"director/errcode"
+)
+
+// entry is one tar entry of a hand-built archive.
+type entry struct {
+	name, body, link string
+	typ              byte
+	size             int64 // header size when it should differ from len(body)
+}
+
+func file(name, body string) entry      { return entry{name: name, body: body, typ: tar.TypeReg} }
+func dir(name string) entry             { return entry{name: name + "/", typ: tar.TypeDir} }
+func symlink(name, target string) entry { return entry{name: name, link: target, typ: tar.TypeSymlink} }
+
+// manifestOf lists entries as Create would.
+func manifestOf(es []entry) *Manifest {
+	m := &Manifest{FormatVersion: FormatVersion, ID: "t", Profile: "t", CreatedAt: time.Unix(0, 0).UTC(), OS: "linux", Excludes: []string{}}
+	for _, e := range es {
+		f := File{Path: strings.TrimSuffix(e.name, "/"), Mode: 0o600}
+		switch e.typ {
+		case tar.TypeDir:
+			f.Type, f.Mode = TypeDir, 0o700
+		case tar.TypeSymlink:
+			f.Type, f.Link = TypeSymlink, e.link
+		default:
+			s := sha256.Sum256([]byte(e.body))
+			f.Type, f.Size, f.SHA256 = TypeFile, int64(len(e.body)), hex.EncodeToString(s[:])
+			m.FileCount++
+			m.RawSize += f.Size
+		}
+		m.Files = append(m.Files, f)
+	}
+	return m
+}
+
+// tarOf writes a tar stream: the manifest entry (unless m is nil) and es.
+func tarOf(t testing.TB, m *Manifest, es []entry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if m != nil {
+		b, err := json.Marshal(m)
+		must(t, err)
+		es = append([]entry{file(ManifestPath, string(b))}, es...)
+	}
+	for _, e := range es {
+		h := &tar.Header{Name: e.name, Typeflag: e.typ, Linkname: e.link, Mode: 0o600, Size: int64(len(e.body)), Format: tar.FormatPAX}
+		if e.typ != tar.TypeReg {
+			h.Size = 0
+		}
+		if e.size != 0 {
+			h.Size = e.size
+		}
+		must(t, tw.WriteHeader(h))
+		if len(e.body) > 0 {
+			tw.Write([]byte(e.body)) // may be short or long on purpose; the error is irrelevant
+		}
+	}
+	tw.Flush()
+	if m != nil || len(es) > 0 {
+		tw.Close()
+	}
+	return buf.Bytes()
+}
+
+func zstdOf(t testing.TB, b []byte) []byte {
+	t.Helper()
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	must(t, err)
+	return enc.EncodeAll(b, nil)
+}
+
+func archiveOf(t testing.TB, m *Manifest, es []entry) []byte { return zstdOf(t, tarOf(t, m, es)) }
+
+var okEntries = []entry{dir("Default"), file("Default/Preferences", "{}"), file("Local State", "{}")}
+
+func TestHostileArchives(t *testing.T) {
+	good := append(slices.Clone(okEntries), file("Default/Cookies", strings.Repeat("cookie", 1000)))
+	zeros := strings.Repeat("\x00", 64<<20)
+	tests := []struct {
+		name string
+		arc  func(t *testing.T) []byte
+		opts ExtractOptions
+		code errcode.Code
+	}{
+		{"absolute path in tar", func(t *testing.T) []byte {
+			return archiveOf(t, manifestOf(okEntries), append(slices.Clone(okEntries), file("/tmp/evil", "x")))
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"absolute path in manifest", func(t *testing.T) []byte {
+			es := append(slices.Clone(okEntries), file("/tmp/evil", "x"))
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"dot-dot path", func(t *testing.T) []byte {
+			es := append(slices.Clone(okEntries), file("../evil", "x"))
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"dot-dot inside path", func(t *testing.T) []byte {
+			return archiveOf(t, manifestOf(okEntries), append(slices.Clone(okEntries), file("Default/../../evil", "x")))
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"symlink escape relative", func(t *testing.T) []byte {
+			es := append(slices.Clone(okEntries), symlink("Default/out", "../../outside"))
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"symlink escape through symlink chain", func(t *testing.T) []byte {
+			es := append(slices.Clone(okEntries), symlink("Default/up", ".."), symlink("out", "Default/up/.."))
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"symlink absolute target", func(t *testing.T) []byte {
+			es := append(slices.Clone(okEntries), symlink("Default/passwd", "/etc/passwd"))
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"symlink target differs from manifest", func(t *testing.T) []byte {
+			es := append(slices.Clone(okEntries), symlink("Default/l", "Preferences"))
+			m := manifestOf(es)
+			es[len(es)-1].link = "/etc/passwd"
+			return archiveOf(t, m, es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"entry through a symlinked dir", func(t *testing.T) []byte {
+			es := append(slices.Clone(okEntries), symlink("d", "Default"), file("d/Preferences2", "x"))
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"entry through a symlink listed as a dir", func(t *testing.T) []byte {
+			es := append(slices.Clone(okEntries), dir("d"), file("d/x", "x"))
+			m := manifestOf(es)
+			es[len(okEntries)] = symlink("d", "Default")
+			return archiveOf(t, m, es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"hardlink", func(t *testing.T) []byte {
+			return archiveOf(t, manifestOf(okEntries), append(slices.Clone(okEntries), entry{name: "Default/h", typ: tar.TypeLink, link: "Local State"}))
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"char device", func(t *testing.T) []byte {
+			return archiveOf(t, manifestOf(okEntries), append(slices.Clone(okEntries), entry{name: "Default/null", typ: tar.TypeChar}))
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"block device", func(t *testing.T) []byte {
+			return archiveOf(t, manifestOf(okEntries), append(slices.Clone(okEntries), entry{name: "Default/sda", typ: tar.TypeBlock}))
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"fifo", func(t *testing.T) []byte {
+			return archiveOf(t, manifestOf(okEntries), append(slices.Clone(okEntries), entry{name: "Default/fifo", typ: tar.TypeFifo}))
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"duplicate entry", func(t *testing.T) []byte {
+			return archiveOf(t, manifestOf(okEntries), append(slices.Clone(okEntries), file("Local State", "{}")))
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"duplicate in manifest", func(t *testing.T) []byte {
+			m := manifestOf(okEntries)
+			m.Files = append(m.Files, m.Files[2])
+			m.FileCount++
+			m.RawSize += 2
+			return archiveOf(t, m, okEntries)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"entry not in manifest", func(t *testing.T) []byte {
+			return archiveOf(t, manifestOf(okEntries), append(slices.Clone(okEntries), file("Default/extra", "x")))
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"entry larger than manifest says", func(t *testing.T) []byte {
+			m := manifestOf(okEntries)
+			es := slices.Clone(okEntries)
+			es[1] = file("Default/Preferences", "{} and much more")
+			return archiveOf(t, m, es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"hash mismatch", func(t *testing.T) []byte {
+			m := manifestOf(okEntries)
+			es := slices.Clone(okEntries)
+			es[1] = file("Default/Preferences", "[]")
+			return archiveOf(t, m, es)
+		}, ExtractOptions{}, errcode.SnapshotCorrupt},
+		{"missing file", func(t *testing.T) []byte {
+			return archiveOf(t, manifestOf(okEntries), okEntries[:2])
+		}, ExtractOptions{}, errcode.SnapshotCorrupt},
+		{"manifest not first", func(t *testing.T) []byte {
+			b, _ := json.Marshal(manifestOf(okEntries))
+			return archiveOf(t, nil, append([]entry{file("Local State", "{}"), file(ManifestPath, string(b))}, okEntries[:2]...))
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"no manifest at all", func(t *testing.T) []byte {
+			return archiveOf(t, nil, okEntries)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"manifest over size bound", func(t *testing.T) []byte {
+			return archiveOf(t, manifestOf(okEntries), okEntries)
+		}, ExtractOptions{MaxManifestBytes: 100}, errcode.UnsafeArchive},
+		{"too many files", func(t *testing.T) []byte {
+			return archiveOf(t, manifestOf(okEntries), okEntries)
+		}, ExtractOptions{MaxFiles: 2}, errcode.UnsafeArchive},
+		{"oversized archive", func(t *testing.T) []byte {
+			return archiveOf(t, manifestOf(good), good)
+		}, ExtractOptions{MaxArchiveBytes: 300}, errcode.UnsafeArchive},
+		{"bomb declared in manifest", func(t *testing.T) []byte {
+			es := append(slices.Clone(okEntries), file("Default/zeros", zeros))
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{MaxUnpackedBytes: 8 << 20}, errcode.UnsafeArchive},
+		{"bomb after the tar end", func(t *testing.T) []byte {
+			return zstdOf(t, append(tarOf(t, manifestOf(okEntries), okEntries), zeros...))
+		}, ExtractOptions{MaxUnpackedBytes: 8 << 20}, errcode.UnsafeArchive},
+		{"data after the tar end", func(t *testing.T) []byte {
+			return zstdOf(t, append(tarOf(t, manifestOf(okEntries), okEntries), "trailing"...))
+		}, ExtractOptions{}, errcode.SnapshotCorrupt},
+		{"truncated stream", func(t *testing.T) []byte {
+			b := archiveOf(t, manifestOf(good), good)
+			return b[:len(b)*2/3]
+		}, ExtractOptions{}, errcode.SnapshotCorrupt},
+		{"truncated at the frame end", func(t *testing.T) []byte {
+			b := archiveOf(t, manifestOf(good), good)
+			return b[:len(b)-2]
+		}, ExtractOptions{}, errcode.SnapshotCorrupt},
+		{"bit flip in the compressed stream", func(t *testing.T) []byte {
+			b := archiveOf(t, manifestOf(good), good)
+			b[len(b)/2] ^= 0x10
+			return b
+		}, ExtractOptions{}, errcode.SnapshotCorrupt},
+		{"not zstd", func(t *testing.T) []byte {
+			return tarOf(t, manifestOf(okEntries), okEntries)
+		}, ExtractOptions{}, errcode.SnapshotCorrupt},
+		{"empty input", func(t *testing.T) []byte { return nil }, ExtractOptions{}, errcode.SnapshotCorrupt},
+		{"unknown format version", func(t *testing.T) []byte {
+			m := manifestOf(okEntries)
+			m.FormatVersion = 2
+			return archiveOf(t, m, okEntries)
+		}, ExtractOptions{}, errcode.SnapshotCorrupt},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			arc := tt.arc(t)
+			_, err := Verify(context.Background(), bytes.NewReader(arc), tt.opts)
+			wantCode(t, err, tt.code)
+			if errcode.HintOf(err) == "" {
+				t.Errorf("error %q has no hint", err)
+			}
+			assertRestoreFails(t, bytes.NewReader(arc), RestoreOptions{ExtractOptions: tt.opts}, tt.code)
+			t.Logf("%v", err)
+		})
+	}
+}
+
+// assertRestoreFails restores r over an existing profile and checks the
+// error code, that the profile is byte-for-byte as it was, and that nothing
+// new appeared beside it or outside.
+func assertRestoreFails(t *testing.T, r io.Reader, opts RestoreOptions, code errcode.Code) {
+	t.Helper()
+	base := t.TempDir()
+	parent := filepath.Join(base, "profiles")
+	profile := filepath.Join(parent, "work")
+	writeTree(t, profile, map[string]string{"Local State": "old", "Default/Preferences": "old prefs", "Default/l": "->Preferences"})
+	must(t, os.WriteFile(filepath.Join(base, "outside"), []byte("outside"), 0o600))
+	before, beforeBase := dirState(t, profile), dirState(t, base)
+
+	_, err := Restore(context.Background(), r, profile, opts)
+	wantCode(t, err, code)
+	if after := dirState(t, profile); !mapsEqual(before, after) {
+		t.Errorf("profile changed:\nbefore %v\nafter  %v", before, after)
+	}
+	if e := entries(t, parent); !slices.Equal(e, []string{"work"}) {
+		t.Errorf("parent holds %v", e)
+	}
+	if after := dirState(t, base); !mapsEqual(beforeBase, after) {
+		t.Errorf("tree around the profile changed:\nbefore %v\nafter  %v", beforeBase, after)
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// failingReader returns err after n bytes.
+type failingReader struct {
+	r   io.Reader
+	n   int
+	err error
+}
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if f.n <= 0 {
+		return 0, f.err
+	}
+	if len(p) > f.n {
+		p = p[:f.n]
+	}
+	n, err := f.r.Read(p)
+	f.n -= n
+	return n, err
+}
+
+func bigArchive(t *testing.T) []byte {
+	src := t.TempDir()
+	genTree(t, src, 8<<20, 1)
+	_, arc := createArchive(t, src, CreateOptions{})
+	return arc
+}
+
+func TestInterruptedRestoreLeavesProfile(t *testing.T) {
+	arc := bigArchive(t)
+	t.Run("reader fails midway", func(t *testing.T) {
+		boom := errors.New("connection reset")
+		assertRestoreFails(t, &failingReader{r: bytes.NewReader(arc), n: len(arc) / 2, err: boom}, RestoreOptions{}, errcode.Internal)
+	})
+	t.Run("reader error keeps its code", func(t *testing.T) {
+		boom := errcode.New(errcode.StorageUnavailable, "bucket went away")
+		assertRestoreFails(t, &failingReader{r: bytes.NewReader(arc), n: len(arc) / 2, err: boom}, RestoreOptions{}, errcode.StorageUnavailable)
+	})
+	t.Run("context cancelled midway", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &cancelAfter{r: bytes.NewReader(arc), n: len(arc) / 2, cancel: cancel}
+		base := t.TempDir()
+		profile := filepath.Join(base, "work")
+		writeTree(t, profile, map[string]string{"Local State": "old"})
+		before := dirState(t, profile)
+		_, err := Restore(ctx, r, profile, RestoreOptions{})
+		if err == nil || !errors.Is(err, context.Canceled) {
+			t.Fatalf("got %v, want a cancellation", err)
+		}
+		if !mapsEqual(before, dirState(t, profile)) {
+			t.Error("profile changed")
+		}
+		if e := entries(t, base); !slices.Equal(e, []string{"work"}) {
+			t.Errorf("parent holds %v", e)
+		}
+	})
+	t.Run("BeforeSwap refuses", func(t *testing.T) {
+		refuse := errcode.New(errcode.SnapshotCorrupt, "archive sha256 differs")
+		var saw *Manifest
+		assertRestoreFails(t, bytes.NewReader(arc), RestoreOptions{BeforeSwap: func(m *Manifest) error {
+			saw = m
+			return refuse
+		}}, errcode.SnapshotCorrupt)
+		if saw == nil || saw.FileCount == 0 {
+			t.Error("BeforeSwap did not see the manifest")
+		}
+	})
+}
+
+type cancelAfter struct {
+	r      io.Reader
+	n      int
+	cancel func()
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	if c.n <= 0 {
+		c.cancel()
+	}
+	n, err := c.r.Read(p)
+	c.n -= n
+	return n, err
+}

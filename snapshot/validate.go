@@ -1,0 +1,187 @@
+package snapshot
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"strings"
+
+	"director/errcode"
+)
+
+// Entry types of File.Type.
+const (
+	TypeFile    = "file"
+	TypeDir     = "dir"
+	TypeSymlink = "symlink"
+)
+
+// maxFileSize bounds one file's declared size, so that totals cannot overflow.
+const maxFileSize = 1 << 50
+
+// ParseManifest decodes and validates a manifest. It is strict: unknown
+// fields, an unknown format version, unsafe or duplicate paths, a file whose
+// directory is not listed before it, a symlink that resolves outside the root
+// and totals that do not add up are all errors (unsafe_archive for anything
+// that would write outside the profile, snapshot_corrupt for the rest).
+func ParseManifest(b []byte) (*Manifest, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var m Manifest
+	if err := dec.Decode(&m); err != nil {
+		return nil, corrupt(err, "manifest is not valid JSON")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, corrupt(nil, "manifest has data after its JSON object")
+	}
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// validate checks what ParseManifest promises; Create runs it too, so that it
+// never writes an archive Restore would refuse.
+func (m *Manifest) validate() error {
+	if m.FormatVersion != FormatVersion {
+		return errcode.New(errcode.SnapshotCorrupt, "manifest format version %d is not supported (this director reads version %d)",
+			m.FormatVersion, FormatVersion).WithHint(hintUpgrade)
+	}
+	byPath := make(map[string]*File, len(m.Files))
+	var files int
+	var raw int64
+	for i := range m.Files {
+		f := &m.Files[i]
+		if err := checkPath(f.Path); err != nil {
+			return err
+		}
+		if byPath[f.Path] != nil {
+			return unsafeArchive("manifest lists %q twice", f.Path)
+		}
+		if dir := path.Dir(f.Path); dir != "." {
+			if p := byPath[dir]; p == nil || p.Type != TypeDir {
+				return unsafeArchive("manifest lists %q before its directory %q, or that is not a directory", f.Path, dir)
+			}
+		}
+		byPath[f.Path] = f
+		if f.Mode&^0o777 != 0 {
+			return unsafeArchive("manifest gives %q mode %#o; only permission bits are allowed", f.Path, f.Mode)
+		}
+		switch f.Type {
+		case TypeFile:
+			if f.Size < 0 || f.Size > maxFileSize {
+				return corrupt(nil, "manifest gives %q size %d", f.Path, f.Size)
+			}
+			if !isSHA256Hex(f.SHA256) {
+				return corrupt(nil, "manifest gives %q no valid sha256", f.Path)
+			}
+			if f.Link != "" {
+				return corrupt(nil, "manifest gives file %q a link target", f.Path)
+			}
+			files++
+			raw += f.Size
+		case TypeDir, TypeSymlink:
+			if f.Size != 0 || f.SHA256 != "" {
+				return corrupt(nil, "manifest gives %s %q a size or hash", f.Type, f.Path)
+			}
+			if (f.Type == TypeSymlink) != (f.Link != "") {
+				return corrupt(nil, "manifest entry %q: only a symlink has a link target, and it must not be empty", f.Path)
+			}
+		default:
+			return unsafeArchive("manifest gives %q type %q; only file, dir and symlink are allowed", f.Path, f.Type)
+		}
+	}
+	if files != m.FileCount || raw != m.RawSize {
+		return corrupt(nil, "manifest totals (%d files, %d bytes) do not match its list (%d files, %d bytes)",
+			m.FileCount, m.RawSize, files, raw)
+	}
+	for i := range m.Files {
+		if f := &m.Files[i]; f.Type == TypeSymlink {
+			if err := checkLink(f.Path, f.Link, byPath); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkPath accepts a clean, relative, slash-separated path inside the root.
+func checkPath(p string) error {
+	switch {
+	case p == "":
+		return unsafeArchive("empty path")
+	case strings.HasPrefix(p, "/"):
+		return unsafeArchive("absolute path %q", p)
+	case p == ".." || strings.HasPrefix(p, "../") || strings.HasSuffix(p, "/..") || strings.Contains(p, "/../"):
+		return unsafeArchive("path %q climbs out with \"..\"", p)
+	case strings.IndexByte(p, 0) >= 0 || !fs.ValidPath(p) || p == ".":
+		return unsafeArchive("path %q is not a clean relative path", p)
+	case p == ".director" || strings.HasPrefix(p, ".director/"):
+		return unsafeArchive("path %q is inside the reserved .director directory", p)
+	}
+	return nil
+}
+
+// checkLink resolves the symlink at p with target link over the manifest's own
+// tree, following the manifest's other symlinks, and refuses any that leaves
+// the root. A purely lexical check is not enough: with d/y -> "..", the target
+// "d/y/../.." of a link at the root climbs one level above it.
+func checkLink(p, link string, byPath map[string]*File) error {
+	escapes := func(why string) error {
+		return unsafeArchive("symlink %q -> %q %s", p, link, why)
+	}
+	if strings.HasPrefix(link, "/") {
+		return escapes("has an absolute target")
+	}
+	if strings.IndexByte(link, 0) >= 0 {
+		return escapes("has a NUL byte in its target")
+	}
+	var stack []string
+	if d := path.Dir(p); d != "." {
+		stack = strings.Split(d, "/")
+	}
+	queue := strings.Split(link, "/")
+	for hops := 0; len(queue) > 0; {
+		c := queue[0]
+		queue = queue[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(stack) == 0 {
+				return escapes("points outside the profile")
+			}
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		stack = append(stack, c)
+		f := byPath[strings.Join(stack, "/")]
+		if f == nil || f.Type != TypeSymlink {
+			continue
+		}
+		if hops++; hops > 40 {
+			return escapes("has too many levels of symlinks")
+		}
+		if strings.HasPrefix(f.Link, "/") {
+			return escapes(fmt.Sprintf("resolves through %q, which has an absolute target", f.Path))
+		}
+		stack = stack[:len(stack)-1]
+		queue = append(strings.Split(f.Link, "/"), queue...)
+	}
+	return nil
+}
+
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
