@@ -6,9 +6,9 @@
 // crypto/rand), a state (created, active, paused, closed), an idle timeout
 // and a max duration enforced by timers, and a domain blocklist (plus an
 // optional allowlist) that is checked before every action and on every
-// top-level navigation — redirects and link clicks included — through the
-// CDP Fetch domain, so a blocked request is failed before it leaves the
-// browser. A blocked domain ends the session with domain_blocked; a login
+// top-level navigation — redirects, link clicks, scripts and popups
+// included — through the CDP Fetch domain enabled on the browser session,
+// so a blocked request is failed before it leaves the browser. A blocked domain ends the session with domain_blocked; a login
 // wall or a CAPTCHA frame pauses it with human_required.
 //
 // Every start, action and end is an Event sent to an AuditSink. Typed text

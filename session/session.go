@@ -171,6 +171,10 @@ func (s *Session) Start(ctx context.Context) error {
 		s.end(ctx, EndFailed, err)
 		return err
 	}
+	if err := s.guard(b); err != nil {
+		s.end(ctx, EndFailed, err)
+		return err
+	}
 	s.watch(b)
 	s.mu.Lock()
 	if s.o.MaxDuration > 0 {
@@ -197,11 +201,8 @@ func (s *Session) attach(t *tab) error {
 		return errcode.New(errcode.Internal, "session: the browser context has no tab").WithHint("this is a bug in director; report it")
 	}
 	t.targetID = c.Target.TargetID
-	tgt := c.Target
 	if err := chromedp.Listen(t.ctx, func(ev any) {
 		switch ev := ev.(type) {
-		case *fetch.EventRequestPaused:
-			go s.onRequestPaused(t, tgt, ev)
 		case *page.EventFrameNavigated:
 			if ev.Frame != nil && ev.Frame.ParentID == "" {
 				s.setURL(t, ev.Frame.URL+ev.Frame.URLFragment)
@@ -213,16 +214,6 @@ func (s *Session) attach(t *tab) error {
 		}
 	}); err != nil {
 		return s.cdpErr(err, "cannot watch the tab")
-	}
-	if len(s.o.Policy.Blocklist) > 0 || len(s.o.Policy.Allowlist) > 0 {
-		// Every document request (top-level navigations, redirect hops,
-		// link clicks, frames) pauses until onRequestPaused decides.
-		_, err := cdp.Call(t.ctx, tgt, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
-			{URLPattern: "*", ResourceType: network.ResourceTypeDocument},
-		}})
-		if err != nil {
-			return s.cdpErr(err, "cannot put the tab under the domain blocklist")
-		}
 	}
 	if u, err := chromedp.Run(t.ctx, chromedp.Evaluate[string](`location.href`)); err == nil {
 		s.setURL(t, u)
@@ -252,11 +243,38 @@ func (s *Session) urlOf(t *tab) string {
 	return t.url
 }
 
+// guard puts every document request of browser b under the domain policy:
+// Fetch is enabled on the browser session, so top-level navigations,
+// redirect hops, link clicks, frames and popups of every tab pause until
+// onRequestPaused decides.
+func (s *Session) guard(b Browser) error {
+	if len(s.o.Policy.Blocklist) == 0 && len(s.o.Policy.Allowlist) == 0 {
+		return nil
+	}
+	ctx := b.Context()
+	c := chromedp.FromContext(ctx)
+	if c == nil || c.Browser == nil {
+		return errcode.New(errcode.Internal, "session: the browser context has no browser").WithHint("this is a bug in director; report it")
+	}
+	bs := c.Browser
+	if err := chromedp.ListenBrowser(ctx, func(ev any) {
+		if ev, ok := ev.(*fetch.EventRequestPaused); ok {
+			go s.onRequestPaused(ctx, bs, ev)
+		}
+	}); err != nil {
+		return s.cdpErr(err, "cannot watch the browser's requests")
+	}
+	_, err := cdp.Call(ctx, bs, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+		{URLPattern: "*", ResourceType: network.ResourceTypeDocument},
+	}})
+	return s.cdpErr(err, "cannot put the browser under the domain blocklist")
+}
+
 // onRequestPaused decides one document request: continue it, or fail it
 // before it leaves the browser and end the session when it is a top-level
-// navigation to a domain the policy refuses.
-func (s *Session) onRequestPaused(t *tab, tgt *chromedp.Target, ev *fetch.EventRequestPaused) {
-	ctx, cancel := context.WithTimeout(t.ctx, 10*time.Second)
+// navigation (of a tab or a popup) to a domain the policy refuses.
+func (s *Session) onRequestPaused(bctx context.Context, bs cdp.Session, ev *fetch.EventRequestPaused) {
+	ctx, cancel := context.WithTimeout(bctx, 10*time.Second)
 	defer cancel()
 	u := ""
 	if ev.Request != nil {
@@ -264,12 +282,30 @@ func (s *Session) onRequestPaused(t *tab, tgt *chromedp.Target, ev *fetch.EventR
 	}
 	why := s.o.Policy.Check(u)
 	if why == "" {
-		if _, err := cdp.Call(ctx, tgt, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID}); err != nil {
+		if _, err := cdp.Call(ctx, bs, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID}); err != nil {
 			s.o.Log.Debug("continue request", "session", s.id, "err", err)
 		}
 		return
 	}
-	topLevel := string(ev.FrameID) == string(t.targetID)
+	// A page's main frame has the id of its target.
+	topLevel := false
+	if infos, err := chromedp.Targets(ctx); err == nil {
+		for _, in := range infos {
+			if string(in.TargetID) == string(ev.FrameID) && in.Type == "page" {
+				topLevel = true
+			}
+		}
+	} else {
+		topLevel = true // cannot tell: be strict
+	}
+	handle := "popup"
+	s.mu.Lock()
+	for _, t := range s.tabs {
+		if string(t.targetID) == string(ev.FrameID) {
+			handle = t.handle
+		}
+	}
+	s.mu.Unlock()
 	how := "navigation"
 	if ev.RedirectedRequestID != "" {
 		how = "redirect"
@@ -283,16 +319,19 @@ func (s *Session) onRequestPaused(t *tab, tgt *chromedp.Target, ev *fetch.EventR
 		}
 		s.mu.Unlock()
 	}
-	if _, err := cdp.Call(ctx, tgt, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient}); err != nil {
+	if _, err := cdp.Call(ctx, bs, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient}); err != nil {
 		s.o.Log.Debug("fail request", "session", s.id, "err", err)
 	}
 	frame := "frame"
 	if topLevel {
 		frame = "top-level"
 	}
-	s.record(context.Background(), Event{Kind: EventAction, Action: how, Tab: t.handle, Domain: Host(u),
+	if handle == "popup" && !topLevel {
+		handle = ""
+	}
+	s.record(context.Background(), Event{Kind: EventAction, Action: how, Tab: handle, Domain: Host(u),
 		Code: errcode.DomainBlocked, Detail: frame + " " + how + " blocked: " + why})
-	s.o.Log.Warn("blocked request", "session", s.id, "tab", t.handle, "host", Host(u), "kind", how)
+	s.o.Log.Warn("blocked request", "session", s.id, "tab", handle, "host", Host(u), "kind", how)
 	if topLevel {
 		go s.end(context.Background(), EndDomainBlocked, berr)
 	}
@@ -717,6 +756,10 @@ func (s *Session) Restart(ctx context.Context, between func(context.Context) err
 	s.cur = nil
 	s.mu.Unlock()
 	s.watch(nb)
+	if err := s.guard(nb); err != nil {
+		go s.end(context.WithoutCancel(ctx), EndFailed, err)
+		return errors.Join(betweenErr, err)
+	}
 	for i, old := range tabs {
 		t := &tab{handle: old.handle}
 		if i == 0 {

@@ -321,6 +321,14 @@ func TestBlocklist(t *testing.T) {
 		{"navigate", func(f *fixture) Action {
 			return Action{Type: ActNavigate, URL: f.site.On(testsite.BlockedHost, "/landing")}
 		}},
+		{"popup link", func(f *fixture) Action {
+			if _, err := f.s.Do(context.Background(), Action{Type: ActEvaluate, Expression: `(() => { const a = document.createElement("a");
+				a.id = "pop"; a.target = "_blank"; a.textContent = "popup"; a.href = ` + js(f.site.On(testsite.BlockedHost, "/landing")) + `;
+				document.body.prepend(a); return 1; })()`}); err != nil {
+				panic(err)
+			}
+			return Action{Type: ActClick, Selector: "#pop"}
+		}},
 		{"script navigation", func(f *fixture) Action {
 			return Action{Type: ActEvaluate, Expression: `location.href = ` + js(f.site.On(testsite.BlockedHost, "/landing")) + `; 1`}
 		}},
