@@ -12,6 +12,7 @@ import (
 
 	"director/errcode"
 	"director/internal/testsite"
+	"director/launcher"
 )
 
 func TestNewID(t *testing.T) {
@@ -469,5 +470,43 @@ func TestRestartKeepsTabs(t *testing.T) {
 	f.do(t, Action{Type: ActSwitchTab, Tab: "t1"})
 	if got := f.do(t, Action{Type: ActExtract, Selector: "h1"}).Value; got != "Widgets" {
 		t.Fatalf("t1 after restart shows %v", got)
+	}
+}
+
+func TestBrowserCrash(t *testing.T) {
+	site := testsite.New(t)
+	var b *launcher.Browser
+	launch := launcherFor(t)
+	rec := &recorder{}
+	s, err := New(Options{Audit: rec, Launch: func(ctx context.Context) (Browser, error) {
+		br, err := launch(ctx)
+		if err == nil {
+			b = br.(*launcher.Browser)
+		}
+		return br, err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background(), EndCompleted) })
+	if _, err := s.Do(context.Background(), Action{Type: ActNavigate, URL: site.At("/")}); err != nil {
+		t.Fatal(err)
+	}
+	proc, err := os.FindProcess(b.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, s, 15*time.Second)
+	if s.EndReason() != EndBrowserCrashed {
+		t.Fatalf("end reason %q, want browser_crashed", s.EndReason())
+	}
+	if end, _ := rec.last(EventSessionEnd); end.Reason != EndBrowserCrashed {
+		t.Fatalf("end event %+v", end)
 	}
 }

@@ -430,3 +430,25 @@ func TestExamples(t *testing.T) {
 		t.Fatalf("latest is not the last good snapshot: %+v", snaps)
 	}
 }
+
+// TestInterruptedRun: Ctrl-C (a cancelled context) ends the session as
+// user_stopped, still closes Chrome gracefully, and takes no snapshot.
+func TestInterruptedRun(t *testing.T) {
+	e := newEnv(t)
+	w := e.wf(t, "name: stop\nprofile: web\nrestore: none\nsnapshot: always\nsteps:\n  - navigate: SITE/setcookie?name=k&value=v&max_age=600\n  - sleep: 30s\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	e.runner.Progress = func(ev ProgressEvent) {
+		if ev.Stage == "step" && !ev.Done && ev.Step.Kind == StepSleep {
+			time.AfterFunc(300*time.Millisecond, cancel)
+		}
+	}
+	t0 := time.Now()
+	res, err := e.runner.Run(ctx, w)
+	if err == nil || res.EndReason != "user_stopped" || res.SnapshotID != "" || time.Since(t0) > 20*time.Second {
+		t.Fatalf("interrupted run: %v %+v", err, res)
+	}
+	sess, _ := e.cat.GetSession(context.Background(), res.SessionID)
+	if sess.EndReason != "user_stopped" {
+		t.Fatalf("catalog session %+v", sess)
+	}
+}
