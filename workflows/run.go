@@ -105,7 +105,7 @@ type Durations struct {
 	TotalMS       int64 `json:"total_ms"`
 	RestoreMS     int64 `json:"restore_ms"`
 	LaunchMS      int64 `json:"launch_ms"`
-	FirstActionMS int64 `json:"launch_to_first_action_ms"`
+	FirstActionMS int64 `json:"launch_to_first_action_ms"` // from the launch until the first step is done
 	StepsMS       int64 `json:"steps_ms"`
 	LoginCheckMS  int64 `json:"login_check_ms"`
 	CloseMS       int64 `json:"close_ms"`
@@ -322,7 +322,7 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 
 	// Steps.
 	stepsStart := time.Now()
-	err = r.steps(ctx, w, s, lock, artifacts, res, launched)
+	err = r.steps(ctx, w, s, lock, artifacts, res, t0)
 	res.Durations.StepsMS = ms(time.Since(stepsStart))
 
 	// Login check: after successful steps, and for snapshot: always also
@@ -484,15 +484,12 @@ func (r *Runner) endSession(ctx context.Context, s *session.Session, res *Result
 }
 
 // steps runs the workflow's steps in order and stops at the first failure.
-func (r *Runner) steps(ctx context.Context, w *Workflow, s *session.Session, lock *profiles.Lock, artifacts string, res *Result, launched time.Time) error {
+func (r *Runner) steps(ctx context.Context, w *Workflow, s *session.Session, lock *profiles.Lock, artifacts string, res *Result, launchStart time.Time) error {
 	total := len(w.Steps)
 	for i := range w.Steps {
 		st := &w.Steps[i]
 		sr := StepResult{Index: st.Index, Name: st.Label(), Kind: st.Kind, Line: st.Line, Status: "ok"}
 		t0 := time.Now()
-		if i == 0 {
-			res.Durations.FirstActionMS = ms(t0.Sub(launched))
-		}
 		var err error
 		for attempt := 1; attempt <= st.Retries+1; attempt++ {
 			sr.Attempts = attempt
@@ -507,6 +504,9 @@ func (r *Runner) steps(ctx context.Context, w *Workflow, s *session.Session, loc
 			case <-time.After(time.Duration(attempt) * 250 * time.Millisecond):
 			case <-ctx.Done():
 			}
+		}
+		if i == 0 {
+			res.Durations.FirstActionMS = ms(time.Since(launchStart))
 		}
 		if err == nil {
 			// A click or a script may have started a navigation that the
