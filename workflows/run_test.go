@@ -452,3 +452,32 @@ func TestInterruptedRun(t *testing.T) {
 		t.Fatalf("catalog session %+v", sess)
 	}
 }
+
+// TestMidRunSnapshot: a snapshot step closes Chrome gracefully, snapshots,
+// relaunches and reopens the tab, which is still logged in.
+func TestMidRunSnapshot(t *testing.T) {
+	e := newEnv(t)
+	w := e.wf(t, `name: mid
+profile: web
+restore: none
+snapshot: never
+steps:
+  - navigate: SITE/login
+  - type: {selector: "#username", text: alice}
+  - type: {selector: "#password", text: secret}
+  - click: "#submit"
+  - wait_for: "#whoami"
+  - snapshot: {note: after login}
+  - extract: {selector: "#whoami", as: who}
+`)
+	res, err := e.run(t, w)
+	mustOK(t, res, err)
+	mid := res.Steps[5].SnapshotID
+	if mid == "" || res.Outputs["who"] != "Logged in as alice" || res.SnapshotID != "" {
+		t.Fatalf("result: %+v", res)
+	}
+	snaps, err := e.m.Snapshots(context.Background(), "web")
+	if err != nil || len(snaps) != 1 || snaps[0].ID != mid || snaps[0].Note != "after login" {
+		t.Fatalf("snapshots: %+v %v", snaps, err)
+	}
+}
