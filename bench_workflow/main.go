@@ -5,7 +5,7 @@
 //
 //	go run ./bench_workflow [-n 5] [-json]
 //
-// Both sides launch headless Chromium with the same flags on a fresh
+// Both sides launch headless Chromium with the same flags (launcher.Args) on a fresh
 // profile, run the same steps, and close Chrome gracefully. Director's side
 // is the real runner: session engine, blocklist interception (Fetch),
 // CAPTCHA checks, audit events into a SQLite catalog, and the launcher.
@@ -290,12 +290,19 @@ func plainOnce(ctx context.Context, path, work, site string) (sample, error) {
 	}
 	defer os.RemoveAll(dir)
 	t0 := time.Now()
-	actx, acancel := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(path), chromedp.UserDataDir(dir), chromedp.NoSandbox, chromedp.Flag("headless", "new"),
-		chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("password-store", "basic"),
-		chromedp.Flag("use-mock-keychain", true), chromedp.Flag("disable-quic", true), chromedp.WindowSize(1280, 800))
+	// The same command line as director's launcher.
+	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(path), chromedp.UserDataDir(dir)}
+	for _, a := range launcher.Args(launcher.Options{Headless: true, Viewport: launcher.Viewport{W: 1280, H: 800}}, dir) {
+		name, val, hasVal := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		switch {
+		case !strings.HasPrefix(a, "--"), name == "user-data-dir", name == "remote-debugging-pipe":
+		case hasVal:
+			opts = append(opts, chromedp.Flag(name, val))
+		default:
+			opts = append(opts, chromedp.Flag(name, true))
+		}
+	}
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	defer acancel()
 	bctx, bcancel := chromedp.NewContext(actx)
 	defer bcancel()
