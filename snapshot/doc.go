@@ -1,15 +1,34 @@
 // Package snapshot owns director's archive format and its two directions.
 //
-// Create walks a Chrome user-data-dir, skipping runtime files and the default
-// excludes, and streams a tar archive compressed with zstd whose first entry
-// is .director/manifest.json (format version, profile, Chrome version, every
-// file with size, mode and sha256). Restore streams an archive into a fresh
-// sibling temp dir through os.Root, rejects anything unsafe (traversal,
-// absolute paths, escaping symlinks, hardlinks, devices, duplicates, entries
-// absent from the manifest or larger than it says, decompression bombs),
-// checks every file against the manifest, fsyncs, and only then swaps the
-// directories by rename. On any error the old profile is untouched.
+// Create walks a Chrome user-data-dir, skipping the runtime files (always)
+// and the excludes (DefaultExcludes unless told otherwise), hashes every file
+// in parallel, and then streams a tar archive compressed with zstd whose
+// first entry is .director/manifest.json (format version, profile, Chrome
+// version, every entry with type, size, mode and sha256). A file that changes
+// between the hashing pass and the archiving pass fails the snapshot. Plain
+// `tar --zstd -xf` reads the archives.
 //
-// Memory does not grow with profile size. The package imports nothing of the
-// project but the leaf package errcode.
+// Restore streams an archive into a fresh sibling temp dir through os.Root
+// and rejects anything unsafe: traversal, absolute paths, symlinks that
+// resolve outside the profile (following the archive's own symlinks),
+// entries written through a symlink, hardlinks, devices, fifos, duplicates,
+// entries absent from the manifest or larger than it says, a manifest that is
+// not the first entry, and archives past the size, unpacked-size (bomb) and
+// file-count bounds. It checks every file against the manifest, reads the
+// stream to its end (the zstd checksum), syncs the tree to disk (one syncfs
+// on Linux), and only then swaps the directories, atomically where the
+// system can (renameat2 RENAME_EXCHANGE on Linux). On any error the old
+// profile is untouched and the temp dir is gone. Verify runs the same checks
+// without writing anything.
+//
+// Errors carry errcode codes: unsafe_archive for an archive that tries
+// something a snapshot never does, snapshot_corrupt for damage (hash
+// mismatch, broken zstd or tar, truncation, missing files), profile_in_use
+// for a profile that changed while it was archived, invalid_input for bad
+// patterns or a profile that cannot be archived safely, internal_error for
+// local I/O. An error from the caller's reader keeps its own code.
+//
+// Memory does not grow with profile size (only the manifest's file list
+// does). The package imports nothing of the project but the leaf package
+// errcode.
 package snapshot

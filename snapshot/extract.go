@@ -219,7 +219,7 @@ func readArchive(ctx context.Context, r io.Reader, opts ExtractOptions, out sink
 		if want := tarType(f.Type); hdr.Typeflag != want {
 			return nil, unsafeArchive("entry %q is a %s in the archive but a %s in the manifest", name, typeName(hdr.Typeflag), f.Type)
 		}
-		if d := path.Dir(name); d != "." && !seen[index[d]] {
+		if d := path.Dir(name); d != "." && !seenDir(index, seen, d) {
 			return nil, unsafeArchive("entry %q comes before its directory %q", name, d)
 		}
 		switch f.Type {
@@ -322,6 +322,11 @@ func (a *archiveReader) readManifest(tr *tar.Reader, opts ExtractOptions) (*Mani
 	return m, nil
 }
 
+func seenDir(index map[string]int, seen []bool, dir string) bool {
+	j, ok := index[dir]
+	return ok && seen[j]
+}
+
 func checkEntryType(hdr *tar.Header) error {
 	switch hdr.Typeflag {
 	case tar.TypeReg, tar.TypeDir, tar.TypeSymlink:
@@ -372,19 +377,90 @@ func isWriteErr(err error) bool {
 }
 
 // rootSink writes the entries under an os.Root: nothing can land outside it,
-// whatever symlinks the tree holds.
-type rootSink struct{ root *os.Root }
-
-func (s rootSink) mkdir(f *File) error {
-	return wrapWrite(s.root.Mkdir(f.Path, 0o700), f.Path)
+// whatever symlinks the tree holds. os.Root resolves a path one component at
+// a time, so the sink keeps the recently used parent directories open, each
+// as an os.Root of its own opened through the root, and creates entries with
+// a single call relative to their parent.
+type rootSink struct {
+	root *os.Root
+	dirs map[string]*os.Root // parent path -> open directory
 }
 
-func (s rootSink) symlink(f *File) error {
-	return wrapWrite(s.root.Symlink(f.Link, f.Path), f.Path)
+const maxOpenDirs = 64
+
+func newRootSink(root *os.Root) *rootSink {
+	return &rootSink{root: root, dirs: map[string]*os.Root{}}
 }
 
-func (s rootSink) create(f *File) (io.WriteCloser, error) {
-	fh, err := s.root.OpenFile(f.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+// parent returns the directory that holds p and p's last component.
+func (s *rootSink) parent(p string) (*os.Root, string, error) {
+	dir, base := path.Split(p)
+	if dir == "" {
+		return s.root, base, nil
+	}
+	d, err := s.openDir(strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		return nil, "", wrapWrite(err, p)
+	}
+	return d, base, nil
+}
+
+// openDir opens dir relative to its own parent, itself cached: one openat
+// per directory instead of one per path component.
+func (s *rootSink) openDir(dir string) (*os.Root, error) {
+	if d := s.dirs[dir]; d != nil {
+		return d, nil
+	}
+	up, base := s.root, dir
+	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
+		var err error
+		if up, err = s.openDir(dir[:i]); err != nil {
+			return nil, err
+		}
+		base = dir[i+1:]
+	}
+	d, err := up.OpenRoot(base)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.dirs) >= maxOpenDirs {
+		// Forget everything but what is in use: d's ancestors get reopened
+		// on demand. Closing up would not invalidate d.
+		s.close()
+	}
+	s.dirs[dir] = d
+	return d, nil
+}
+
+func (s *rootSink) close() {
+	for k, d := range s.dirs {
+		d.Close()
+		delete(s.dirs, k)
+	}
+}
+
+func (s *rootSink) mkdir(f *File) error {
+	d, base, err := s.parent(f.Path)
+	if err != nil {
+		return err
+	}
+	return wrapWrite(d.Mkdir(base, 0o700), f.Path)
+}
+
+func (s *rootSink) symlink(f *File) error {
+	d, base, err := s.parent(f.Path)
+	if err != nil {
+		return err
+	}
+	return wrapWrite(d.Symlink(f.Link, base), f.Path)
+}
+
+func (s *rootSink) create(f *File) (io.WriteCloser, error) {
+	d, base, err := s.parent(f.Path)
+	if err != nil {
+		return nil, err
+	}
+	fh, err := d.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, wrapWrite(err, f.Path)
 	}

@@ -60,7 +60,9 @@ func Restore(ctx context.Context, r io.Reader, profileDir string, opts RestoreOp
 	if err != nil {
 		return nil, internal(err, "opening %s", tmp)
 	}
-	m, err := readArchive(ctx, r, opts.ExtractOptions, rootSink{root})
+	out := newRootSink(root)
+	m, err := readArchive(ctx, r, opts.ExtractOptions, out)
+	out.close()
 	root.Close()
 	if err != nil {
 		return nil, err

@@ -1,0 +1,343 @@
+// Command bench measures director's snapshot format against the tools a user
+// would otherwise script, side by side in one run on the same file set:
+//
+//	snapshot.Create        vs  tar czf  vs  tar -I 'zstd -3 -T0' -cf
+//	snapshot.Restore       vs  tar xzf  vs  tar -I zstd -xf
+//
+// It builds a profile-like tree (a few thousand small files, several large
+// SQLite/LevelDB-like files, about half compressible and half random, plus
+// cache directories the default excludes drop), and, when Chromium is
+// installed, a real profile made by running it headless for a few seconds.
+// Every measured command runs as a child process, so that its peak RSS is
+// its own (our side re-executes this binary with a subcommand).
+//
+//	go run ./bench              # 150 MB tree (+ Chromium profile)
+//	go run ./bench -size 600    # 600 MB tree
+//	go run ./bench -json        # one JSON object on stdout
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"director/snapshot"
+)
+
+func main() {
+	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "child-") {
+		if err := child(os.Args[1], os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	size := flag.Int("size", 150, "size of the generated tree in MB")
+	reps := flag.Int("reps", 3, "repetitions of each measurement (the median is reported)")
+	asJSON := flag.Bool("json", false, "print one JSON object instead of a table")
+	chromium := flag.String("chromium", "/usr/bin/chromium", "Chromium binary for the real-profile case (\"\" to skip)")
+	keep := flag.Bool("keep", false, "keep the work directory")
+	level := flag.Int("level", 0, "zstd level for snapshot.Create (0 = snapshot.DefaultLevel)")
+	flag.Parse()
+
+	work, err := os.MkdirTemp("", "director-snapshot-bench-")
+	if err != nil {
+		fatal(err)
+	}
+	if !*keep {
+		defer os.RemoveAll(work)
+	}
+	var results []caseResult
+	tree := filepath.Join(work, "tree")
+	logf("building a %d MB profile-like tree in %s ...", *size, tree)
+	files, err := genTree(tree, int64(*size)<<20)
+	if err != nil {
+		fatal(err)
+	}
+	debug.FreeOSMemory()
+	floor := measure(1, "true", "", nil, "true")
+	logf("RSS floor (a child running `true`): %.1f MB", floor.PeakRSSMB)
+	results = append(results, runCase(work, fmt.Sprintf("generated %d MB", *size), tree, files, *reps, *level))
+
+	if *chromium != "" {
+		if _, err := os.Stat(*chromium); err == nil {
+			prof := filepath.Join(work, "chromium-profile")
+			logf("making a real Chromium profile in %s ...", prof)
+			if err := makeChromiumProfile(*chromium, prof); err != nil {
+				logf("skipping the Chromium case: %v", err)
+			} else {
+				n, _ := countFiles(prof)
+				results = append(results, runCase(work, "chromium profile", prof, n, *reps, *level))
+			}
+		}
+	}
+
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(map[string]any{"reps": *reps, "rss_floor_mb": floor.PeakRSSMB, "cases": results})
+		return
+	}
+	fmt.Printf("median of %d runs each; page cache warm; peak RSS floor (a child running `true`) %.1f MB\n", *reps, floor.PeakRSSMB)
+	for _, r := range results {
+		printCase(r)
+	}
+}
+
+// measurement is one tool's median figures.
+type measurement struct {
+	Tool       string  `json:"tool"`
+	Seconds    float64 `json:"seconds"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	Bytes      int64   `json:"archive_bytes,omitempty"`
+	PeakRSSMB  float64 `json:"peak_rss_mb"`
+}
+
+type caseResult struct {
+	Name         string        `json:"name"`
+	TreeBytes    int64         `json:"tree_bytes"`
+	TreeFiles    int           `json:"tree_files"`
+	Create       []measurement `json:"create"`
+	Restore      []measurement `json:"restore"`
+	DefaultExcl  *measurement  `json:"create_default_excludes"`
+	Ratios       []string      `json:"ratios"`
+	ReproCommand string        `json:"command"`
+}
+
+func runCase(work, name, tree string, files, reps, level int) caseResult {
+	self, err := os.Executable()
+	if err != nil {
+		fatal(err)
+	}
+	treeBytes := dirBytes(tree)
+	warm(tree)
+	res := caseResult{Name: name, TreeBytes: treeBytes, TreeFiles: files, ReproCommand: "go run ./bench " + strings.Join(os.Args[1:], " ")}
+	out := filepath.Join(work, "out")
+	os.MkdirAll(out, 0o700)
+	arcOurs := filepath.Join(out, "snap.tar.zst")
+	arcGz := filepath.Join(out, "tar.tgz")
+	arcZst := filepath.Join(out, "tar.tzst")
+	lv := fmt.Sprint(level)
+
+	logf("[%s] create x%d ...", name, reps)
+	res.Create = []measurement{
+		measure(reps, "snapshot (director)", arcOurs, nil, self, "child-create", tree, arcOurs, "none", lv),
+		measure(reps, "tar czf", arcGz, nil, "tar", "czf", arcGz, "-C", tree, "."),
+		measure(reps, "tar -I 'zstd -3 -T0'", arcZst, nil, "tar", "-I", "zstd -3 -T0", "-cf", arcZst, "-C", tree, "."),
+	}
+	arcDef := filepath.Join(out, "snap-default.tar.zst")
+	d := measure(reps, "snapshot, default excludes", arcDef, nil, self, "child-create", tree, arcDef, "default", lv)
+	res.DefaultExcl = &d
+
+	logf("[%s] restore x%d ...", name, reps)
+	dst := filepath.Join(work, "dst")
+	fresh := func() {
+		os.RemoveAll(dst)
+		os.MkdirAll(dst, 0o700)
+	}
+	res.Restore = []measurement{
+		measure(reps, "snapshot restore+verify", "", fresh, self, "child-restore", arcOurs, filepath.Join(dst, "profile")),
+		measure(reps, "tar xzf", "", fresh, "tar", "xzf", arcGz, "-C", dst),
+		measure(reps, "tar -I zstd -xf", "", fresh, "tar", "-I", "zstd", "-xf", arcZst, "-C", dst),
+		// Restore makes the tree durable (syncfs) before the swap; tar does
+		// not, so this row is the like-for-like figure.
+		measure(reps, "tar xzf && sync -f", "", fresh, "sh", "-c", `tar xzf "$0" -C "$1" && sync -f "$1"`, arcGz, dst),
+	}
+	os.RemoveAll(dst)
+
+	c, r := res.Create, res.Restore
+	res.Ratios = []string{
+		fmt.Sprintf("create: snapshot %s than tar czf (cpu %s), archive %.2fx its size", faster(c[0], c[1]), fasterCPU(c[0], c[1]), float64(c[0].Bytes)/float64(c[1].Bytes)),
+		fmt.Sprintf("create: snapshot %s than tar -I 'zstd -3 -T0' (cpu %s), archive %.3fx its size", faster(c[0], c[2]), fasterCPU(c[0], c[2]), float64(c[0].Bytes)/float64(c[2].Bytes)),
+		fmt.Sprintf("restore: snapshot (verified, synced) %s than tar xzf, %s than tar -I zstd -xf, %s than tar xzf && sync -f", faster(r[0], r[1]), faster(r[0], r[2]), faster(r[0], r[3])),
+		fmt.Sprintf("default excludes: archive %.2fx, time %.2fx of excludes=none", float64(d.Bytes)/float64(c[0].Bytes), d.Seconds/c[0].Seconds),
+	}
+	return res
+}
+
+// measure runs a command reps times and returns the median wall time (with
+// the CPU time and peak RSS of that run) and the size of file afterwards.
+func measure(reps int, tool, file string, before func(), name string, args ...string) measurement {
+	var ms []measurement
+	for i := 0; i < reps; i++ {
+		if before != nil {
+			before()
+		}
+		if file != "" {
+			os.Remove(file)
+		}
+		cmd := exec.Command(name, args...)
+		cmd.Stderr = os.Stderr
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			fatal(fmt.Errorf("%s: %v", tool, err))
+		}
+		wall := time.Since(start)
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		m := measurement{
+			Tool:       tool,
+			Seconds:    wall.Seconds(),
+			CPUSeconds: (time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())).Seconds(),
+			PeakRSSMB:  float64(ru.Maxrss) / 1024, // KiB on Linux
+		}
+		if file != "" {
+			if fi, err := os.Stat(file); err == nil {
+				m.Bytes = fi.Size()
+			}
+		}
+		ms = append(ms, m)
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Seconds < ms[j].Seconds })
+	return ms[len(ms)/2]
+}
+
+// faster says how a compares with b on wall time: "2.1x faster" or "1.3x slower".
+func faster(a, b measurement) string { return ratio(a.Seconds, b.Seconds) }
+
+func fasterCPU(a, b measurement) string { return ratio(a.CPUSeconds, b.CPUSeconds) }
+
+func ratio(a, b float64) string {
+	if a <= b {
+		return fmt.Sprintf("%.2fx faster", b/a)
+	}
+	return fmt.Sprintf("%.2fx slower", a/b)
+}
+
+// child runs our side of a measurement in its own process.
+func child(cmd string, args []string) error {
+	ctx := context.Background()
+	switch cmd {
+	case "child-create": // TREE OUT none|default LEVEL
+		f, err := os.Create(args[1])
+		if err != nil {
+			return err
+		}
+		opts := snapshot.CreateOptions{ID: "bench", Profile: "bench"}
+		if args[2] == "none" {
+			opts.Excludes = []string{}
+		}
+		fmt.Sscan(args[3], &opts.Level)
+		if _, err := snapshot.Create(ctx, args[0], f, opts); err != nil {
+			return err
+		}
+		return f.Close()
+	case "child-restore": // ARCHIVE DST
+		f, err := os.Open(args[0])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = snapshot.Restore(ctx, f, args[1], snapshot.RestoreOptions{
+			ExtractOptions: snapshot.ExtractOptions{MaxArchiveBytes: 8 << 30, MaxUnpackedBytes: 16 << 30}})
+		return err
+	}
+	return fmt.Errorf("unknown subcommand %s", cmd)
+}
+
+func printCase(r caseResult) {
+	fmt.Printf("\n== %s: %d files, %.1f MB ==\n", r.Name, r.TreeFiles, float64(r.TreeBytes)/(1<<20))
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "create\twall s\tcpu s\tarchive MB\tpeak RSS MB\t")
+	for _, m := range append(r.Create, *r.DefaultExcl) {
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.1f\t\n", m.Tool, m.Seconds, m.CPUSeconds, float64(m.Bytes)/(1<<20), m.PeakRSSMB)
+	}
+	fmt.Fprintln(tw, "restore\twall s\tcpu s\t\tpeak RSS MB\t")
+	for _, m := range r.Restore {
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t\t%.1f\t\n", m.Tool, m.Seconds, m.CPUSeconds, m.PeakRSSMB)
+	}
+	tw.Flush()
+	for _, s := range r.Ratios {
+		fmt.Println("  " + s)
+	}
+}
+
+// makeChromiumProfile runs Chromium headless on a fresh user-data-dir for a
+// few seconds and stops it with SIGTERM, which Chromium handles as a clean
+// shutdown.
+func makeChromiumProfile(bin, dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--password-store=basic", "--use-mock-keychain", "--user-data-dir="+dir, "about:blank")
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	time.Sleep(6 * time.Second)
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+	// Runtime files a crash may leave behind are not part of the comparison.
+	for _, n := range snapshot.RuntimeFiles() {
+		os.Remove(filepath.Join(dir, n))
+	}
+	if n, _ := countFiles(dir); n == 0 {
+		return fmt.Errorf("chromium wrote no files")
+	}
+	return nil
+}
+
+func countFiles(dir string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			n++
+		}
+		return err
+	})
+	return n, err
+}
+
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// warm reads the whole tree once, so every tool starts from a warm page cache.
+func warm(dir string) {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if f, err := os.Open(p); err == nil {
+				io.Copy(io.Discard, f)
+				f.Close()
+			}
+		}
+		return nil
+	})
+}
+
+// logf reports progress on stderr, so that -json output stays clean.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
