@@ -113,20 +113,22 @@ func Host(rawURL string) string {
 }
 
 // keyNames maps the names a workflow may use for press to chromedp keys.
-var keyNames = map[string]string{
-	"enter": kb.Enter, "return": kb.Enter, "tab": kb.Tab, "escape": kb.Escape, "esc": kb.Escape,
-	"backspace": kb.Backspace, "delete": kb.Delete, "space": " ",
-	"arrowdown": kb.ArrowDown, "arrowup": kb.ArrowUp, "arrowleft": kb.ArrowLeft, "arrowright": kb.ArrowRight,
-	"down": kb.ArrowDown, "up": kb.ArrowUp, "left": kb.ArrowLeft, "right": kb.ArrowRight,
-	"home": kb.Home, "end": kb.End, "pagedown": kb.PageDown, "pageup": kb.PageUp,
-	"f1": kb.F1, "f2": kb.F2, "f3": kb.F3, "f4": kb.F4, "f5": kb.F5, "f6": kb.F6,
-	"f7": kb.F7, "f8": kb.F8, "f9": kb.F9, "f10": kb.F10, "f11": kb.F11, "f12": kb.F12,
+func keyNames() map[string]string {
+	return map[string]string{
+		"enter": kb.Enter, "return": kb.Enter, "tab": kb.Tab, "escape": kb.Escape, "esc": kb.Escape,
+		"backspace": kb.Backspace, "delete": kb.Delete, "space": " ",
+		"arrowdown": kb.ArrowDown, "arrowup": kb.ArrowUp, "arrowleft": kb.ArrowLeft, "arrowright": kb.ArrowRight,
+		"down": kb.ArrowDown, "up": kb.ArrowUp, "left": kb.ArrowLeft, "right": kb.ArrowRight,
+		"home": kb.Home, "end": kb.End, "pagedown": kb.PageDown, "pageup": kb.PageUp,
+		"f1": kb.F1, "f2": kb.F2, "f3": kb.F3, "f4": kb.F4, "f5": kb.F5, "f6": kb.F6,
+		"f7": kb.F7, "f8": kb.F8, "f9": kb.F9, "f10": kb.F10, "f11": kb.F11, "f12": kb.F12,
+	}
 }
 
 // KeyByName returns the key sequence for a key name (Enter, Tab, Escape,
 // ArrowDown, …) or a single printable character.
 func KeyByName(name string) (string, bool) {
-	if k, ok := keyNames[strings.ToLower(name)]; ok {
+	if k, ok := keyNames()[strings.ToLower(name)]; ok {
 		return k, true
 	}
 	if r := []rune(name); len(r) == 1 && r[0] >= ' ' {

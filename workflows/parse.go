@@ -288,7 +288,9 @@ func (d *decoder) unknown(k kv, field string, allowed []string) {
 	d.add(k.line, join(field, k.key), "unknown key %q (allowed here: %s)", k.key, strings.Join(allowed, ", "))
 }
 
-var topKeys = []string{"name", "profile", "restore", "snapshot", "browser", "session", "login_check", "vars", "steps"}
+func topKeys() []string {
+	return []string{"name", "profile", "restore", "snapshot", "browser", "session", "login_check", "vars", "steps"}
+}
 
 var (
 	nameRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
@@ -330,8 +332,8 @@ func (d *decoder) decode(data []byte) *Workflow {
 	seen := map[string]kv{}
 	for _, k := range top {
 		seen[k.key] = k
-		if !contains(topKeys, k.key) {
-			d.unknown(k, "", topKeys)
+		if !contains(topKeys(), k.key) {
+			d.unknown(k, "", topKeys())
 		}
 	}
 	// vars first: everything else may refer to them.
@@ -444,7 +446,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-var browserKeys = []string{"headless", "viewport", "timeout"}
+func browserKeys() []string { return []string{"headless", "viewport", "timeout"} }
 
 func (d *decoder) browser(k kv, b *BrowserConfig) {
 	kvs, ok := d.mapping(k.val, "browser", k.line)
@@ -483,12 +485,14 @@ func (d *decoder) browser(k kv, b *BrowserConfig) {
 				}
 			}
 		default:
-			d.unknown(e, "browser", browserKeys)
+			d.unknown(e, "browser", browserKeys())
 		}
 	}
 }
 
-var sessionKeys = []string{"idle_timeout", "max_duration", "blocklist", "allowlist"}
+func sessionKeys() []string {
+	return []string{"idle_timeout", "max_duration", "blocklist", "allowlist"}
+}
 
 func (d *decoder) session(k kv, s *SessionConfig) {
 	kvs, ok := d.mapping(k.val, "session", k.line)
@@ -530,12 +534,12 @@ func (d *decoder) session(k kv, s *SessionConfig) {
 				s.Allowlist = good
 			}
 		default:
-			d.unknown(e, "session", sessionKeys)
+			d.unknown(e, "session", sessionKeys())
 		}
 	}
 }
 
-var loginCheckKeys = []string{"url", "logged_in_selector", "login_wall_selector"}
+func loginCheckKeys() []string { return []string{"url", "logged_in_selector", "login_wall_selector"} }
 
 func (d *decoder) loginCheck(k kv) *LoginCheck {
 	kvs, ok := d.mapping(k.val, "login_check", k.line)
@@ -562,7 +566,7 @@ func (d *decoder) loginCheck(k kv) *LoginCheck {
 				lc.LoginWallSelector = s
 			}
 		default:
-			d.unknown(e, "login_check", loginCheckKeys)
+			d.unknown(e, "login_check", loginCheckKeys())
 		}
 	}
 	if lc.URL == "" {
@@ -590,34 +594,39 @@ func (d *decoder) checkSelector(s, field string, line int) {
 	}
 }
 
-// stepKinds lists every step kind with the key a plain scalar value sets
-// (its shorthand) and the keys its mapping form accepts.
-var stepKinds = map[string]struct {
+// stepSpec is what a step kind accepts.
+type stepSpec struct {
 	short string
 	keys  []string
-}{
-	StepNavigate:   {"url", []string{"url"}},
-	StepClick:      {"selector", []string{"selector"}},
-	StepType:       {"", []string{"selector", "text", "clear"}},
-	StepPress:      {"key", []string{"key", "selector"}},
-	StepSelect:     {"", []string{"selector", "value"}},
-	StepWaitFor:    {"selector", []string{"selector", "state", "url"}},
-	StepExtract:    {"", []string{"selector", "as", "kind", "attribute"}},
-	StepScreenshot: {"file", []string{"file", "full_page", "selector"}},
-	StepEvaluate:   {"expression", []string{"expression", "as"}},
-	StepAssert:     {"", []string{"selector", "text", "url"}},
-	StepSleep:      {"duration", []string{"duration"}},
-	StepOpenTab:    {"url", []string{"url"}},
-	StepSwitchTab:  {"tab", []string{"tab"}},
-	StepCloseTab:   {"tab", []string{"tab"}},
-	StepSnapshot:   {"note", []string{"note"}},
 }
 
-var stepCommonKeys = []string{"name", "timeout", "retries"}
+// stepKinds lists every step kind with the key a plain scalar value sets
+// (its shorthand) and the keys its mapping form accepts.
+func stepKinds() map[string]stepSpec {
+	return map[string]stepSpec{
+		StepNavigate:   {"url", []string{"url"}},
+		StepClick:      {"selector", []string{"selector"}},
+		StepType:       {"", []string{"selector", "text", "clear"}},
+		StepPress:      {"key", []string{"key", "selector"}},
+		StepSelect:     {"", []string{"selector", "value"}},
+		StepWaitFor:    {"selector", []string{"selector", "state", "url"}},
+		StepExtract:    {"", []string{"selector", "as", "kind", "attribute"}},
+		StepScreenshot: {"file", []string{"file", "full_page", "selector"}},
+		StepEvaluate:   {"expression", []string{"expression", "as"}},
+		StepAssert:     {"", []string{"selector", "text", "url"}},
+		StepSleep:      {"duration", []string{"duration"}},
+		StepOpenTab:    {"url", []string{"url"}},
+		StepSwitchTab:  {"tab", []string{"tab"}},
+		StepCloseTab:   {"tab", []string{"tab"}},
+		StepSnapshot:   {"note", []string{"note"}},
+	}
+}
+
+func stepCommonKeys() []string { return []string{"name", "timeout", "retries"} }
 
 func stepKindNames() []string {
-	names := make([]string, 0, len(stepKinds))
-	for k := range stepKinds {
+	names := make([]string, 0, len(stepKinds()))
+	for k := range stepKinds() {
 		names = append(names, k)
 	}
 	sort.Strings(names)
@@ -668,9 +677,9 @@ func (d *decoder) step(n ast.Node, field string, line, index int, w *Workflow) (
 				st.Retries = v
 			}
 		default:
-			if _, isKind := stepKinds[e.key]; !isKind {
+			if _, isKind := stepKinds()[e.key]; !isKind {
 				d.add(e.line, f, "unknown key %q (a step has one action: %s; and optionally %s)",
-					e.key, strings.Join(stepKindNames(), ", "), strings.Join(stepCommonKeys, ", "))
+					e.key, strings.Join(stepKindNames(), ", "), strings.Join(stepCommonKeys(), ", "))
 				continue
 			}
 			if action != nil {
@@ -696,7 +705,7 @@ func (d *decoder) step(n ast.Node, field string, line, index int, w *Workflow) (
 // action fills st from the action's value: a scalar (the kind's shorthand),
 // null (for the kinds where every key is optional), or a mapping.
 func (d *decoder) action(st *Step, a kv, field string, w *Workflow) {
-	spec := stepKinds[st.Kind]
+	spec := stepKinds()[st.Kind]
 	fields := map[string]kv{}
 	switch {
 	case isNull(a.val):
