@@ -378,7 +378,7 @@ func TestAllowedNavigationPasses(t *testing.T) {
 }
 
 func TestIdleTimeout(t *testing.T) {
-	f := start(t, Options{IdleTimeout: 800 * time.Millisecond})
+	f := start(t, Options{IdleTimeout: 1500 * time.Millisecond})
 	f.do(t, Action{Type: ActNavigate, URL: f.site.At("/")})
 	// A sleep is idleness: it outlasts the idle timeout.
 	_, err := f.s.Do(context.Background(), Action{Type: ActSleep, Duration: 20 * time.Second})

@@ -308,12 +308,21 @@ func TestStepErrorsCarryCodes(t *testing.T) {
 
 func TestRetriesRecover(t *testing.T) {
 	e := newEnv(t)
-	// #later appears after 300 ms: the first 100 ms attempt fails, a retry succeeds.
-	w := e.wf(t, "name: retry\nprofile: null\nsteps:\n  - navigate: SITE/widgets\n  - wait_for: \"#later\"\n    timeout: 100ms\n    retries: 5\n")
+	// The element appears 1.5 s after the script step: the first 300 ms
+	// attempt cannot see it, a retry does.
+	w := e.wf(t, `name: retry
+profile: null
+steps:
+  - navigate: SITE/widgets
+  - evaluate: "setTimeout(() => { const p = document.createElement('p'); p.id = 'late2'; p.textContent = 'x'; document.body.append(p); }, 1500); 1"
+  - wait_for: "#late2"
+    timeout: 300ms
+    retries: 10
+`)
 	res, err := e.run(t, w)
 	mustOK(t, res, err)
-	if res.Steps[1].Attempts < 2 {
-		t.Fatalf("attempts %d, want a retry", res.Steps[1].Attempts)
+	if res.Steps[2].Attempts < 2 {
+		t.Fatalf("attempts %d, want a retry", res.Steps[2].Attempts)
 	}
 }
 
