@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"testing"
@@ -32,8 +31,6 @@ func chromePath(t testing.TB) string {
 // the launcher package on a fresh incognito dir, with the extra flags.
 func launcherFor(t testing.TB, extra ...string) LaunchFunc {
 	path := chromePath(t)
-	return func(ctx context.Context) (Browser, error) {
-		return launcher.Launch(ctx, launcher.Options{ChromePath: path, Headless: true,
-			Viewport: launcher.Viewport{W: 1280, H: 800}, ExtraFlags: extra})
-	}
+	return LaunchWith(launcher.Options{ChromePath: path, Headless: true,
+		Viewport: launcher.Viewport{W: 1280, H: 800}, ExtraFlags: extra})
 }

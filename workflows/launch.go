@@ -22,7 +22,7 @@ type ChromeOptions struct {
 // graceful close.
 func ChromeLauncher(o ChromeOptions) Launcher {
 	return func(ctx context.Context, lo LaunchOptions) (session.Browser, error) {
-		return launcher.Launch(ctx, launcher.Options{
+		return session.LaunchWith(launcher.Options{
 			ChromePath:         o.ChromePath,
 			CDPURL:             o.CDPURL,
 			UserDataDir:        lo.UserDataDir,
@@ -31,6 +31,6 @@ func ChromeLauncher(o ChromeOptions) Launcher {
 			ExtraFlags:         o.ExtraFlags,
 			KeepSessionCookies: true,
 			Log:                o.Log,
-		})
+		})(ctx)
 	}
 }
