@@ -28,6 +28,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// urfave/cli's own usage errors ("No help topic for 'x'").
 		err = errcode.New(errcode.InvalidInput, "%s", strings.TrimSpace(err.Error())).WithHint("run `director --help` for the commands")
 	}
+	// A command that already printed its own result (director run prints
+	// one JSON object with the failing step) only sets the exit status.
+	var rep interface{ Reported() bool }
+	if errors.As(err, &rep) && rep.Reported() {
+		return errcode.ExitStatus(err)
+	}
 	if isUsageError(err) {
 		err = errcode.Wrap(err, errcode.InvalidInput, "invalid arguments")
 	}
