@@ -48,6 +48,7 @@ func childMain(args []string, stdout, stderr io.Writer) int {
 	identity := fs.String("identity", "", "age identity file; empty means no encryption")
 	id := fs.String("id", "", "snapshot to restore")
 	cpuProf := fs.String("cpuprofile", "", "write a CPU profile here")
+	partSize := fs.Uint64("part-size", 0, "S3 part size in bytes (0: storage's default)")
 	memProf := fs.String("memprofile", "", "write a heap profile here")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -57,7 +58,7 @@ func childMain(args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	res, err := runChild(ctx, childArgs{
 		op: *op, store: *store, catalog: *cat, root: *root, name: *name, identity: *identity, id: *id,
-		cpuProfile: *cpuProf, memProfile: *memProf, log: log,
+		cpuProfile: *cpuProf, memProfile: *memProf, partSize: *partSize, log: log,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "bench_store child %s: %v\n", *op, err)
@@ -75,6 +76,7 @@ func childMain(args []string, stdout, stderr io.Writer) int {
 type childArgs struct {
 	op, store, catalog, root, name, identity, id string
 	cpuProfile, memProfile                       string
+	partSize                                     uint64
 	log                                          *slog.Logger
 }
 
@@ -82,6 +84,7 @@ func runChild(ctx context.Context, a childArgs) (res *childResult, err error) {
 	st, err := storage.Open(ctx, a.store, storage.Options{
 		AWSAccessKeyID:     os.Getenv("AWS_ACCESS_KEY_ID"),
 		AWSSecretAccessKey: os.Getenv("AWS_SECRET_ACCESS_KEY"),
+		PartSize:           a.partSize,
 		Log:                a.log,
 	})
 	if err != nil {

@@ -48,6 +48,7 @@ func mainStatus(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.PprofDir, "pprof", "", "write CPU and heap profiles of every child into this folder")
 	fs.StringVar(&cfg.Server, "versitygw", s3test.Binary(), "the versitygw binary")
 	timeout := fs.Duration("timeout", time.Hour, "give up after this long")
+	fs.IntVar(&cfg.PartSizeMB, "part-size", 0, "S3 multipart part size in MiB for the children (0: storage's default)")
 	verbose := fs.Bool("v", false, "pass the children's stderr through (e.g. with GODEBUG=gctrace=1)")
 	if err := fs.Parse(args); err != nil {
 		return errcode.ExitUsage
@@ -90,8 +91,11 @@ type config struct {
 	SizeMB   int
 	Reps     int
 	PprofDir string
-	Server   string // versitygw binary
-	Command  string // how it was invoked, for the report
+	// PartSizeMB overrides storage.Options.PartSize (0: the default), to
+	// weigh memory against upload speed.
+	PartSizeMB int
+	Server     string // versitygw binary
+	Command    string // how it was invoked, for the report
 	// ChildStderr, when set, also receives the children's stderr.
 	ChildStderr io.Writer
 	// Self is the executable re-run for the children; "" means this one.
@@ -106,6 +110,7 @@ type Report struct {
 	Command    string    `json:"command"`
 	SizeMB     int       `json:"size_mb"`
 	Reps       int       `json:"reps"`
+	PartSizeMB int       `json:"part_size_mb,omitempty"` // 0: storage's default
 	TreeFiles  int       `json:"tree_files"`
 	TreeBytes  int64     `json:"tree_bytes"`
 	GoVersion  string    `json:"go_version"`
@@ -179,7 +184,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (rep *Report, err er
 			return nil, errcode.Wrap(err, errcode.Internal, "finding this executable")
 		}
 	}
-	rep = &Report{Command: cfg.Command, SizeMB: cfg.SizeMB, Reps: cfg.Reps, GoVersion: runtime.Version(),
+	rep = &Report{Command: cfg.Command, SizeMB: cfg.SizeMB, Reps: cfg.Reps, PartSizeMB: cfg.PartSizeMB, GoVersion: runtime.Version(),
 		NumCPU: runtime.NumCPU(), Server: cfg.Server, StartedAt: time.Now().UTC()}
 	work, err := os.MkdirTemp("", "director-bench-store-")
 	if err != nil {
@@ -238,6 +243,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (rep *Report, err er
 		args := []string{childCmd, "-op", op, "-store", md.store, "-catalog", md.catalog, "-root", root}
 		if md.encrypted {
 			args = append(args, "-identity", keyFile)
+		}
+		if cfg.PartSizeMB > 0 {
+			args = append(args, "-part-size", fmt.Sprint(cfg.PartSizeMB<<20))
 		}
 		if id != "" {
 			args = append(args, "-id", id)
