@@ -42,7 +42,8 @@ bench: deps
 deps:
 	@bash .ci/deps
 
-demo: deps build
+demo: build
+	@DIRECTOR_DEPS_S3=0 bash .ci/deps
 	@bash scripts/demo.sh $(BIN)
 
 clean:
