@@ -8,7 +8,7 @@ export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
 help:
 	@echo "make build   build $(BIN)"
-	@echo "make test    lint, all tests (real Chromium, real S3 server, real SQLite), race tests"
+	@echo "make test    install what is missing, lint, all tests (real Chromium, real S3 server, real SQLite), race tests"
 	@echo "make bench   benchmarks against tar czf / tar -I zstd, S3 and workflow overhead"
 	@echo "make demo    install what is missing, build, and run the whole story on a local demo site"
 	@echo "make fuzz    run each fuzz target for FUZZTIME (default 30s)"
@@ -21,7 +21,7 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-test: lint
+test: deps lint
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
 
