@@ -3,6 +3,7 @@ package profiles
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -639,5 +640,44 @@ func TestMaxSizeEnforcedWhileStreaming(t *testing.T) {
 	objs, _ := m.Store.List(ctx, "big/")
 	if len(objs) != 0 {
 		t.Fatalf("oversized snapshot left %d objects", len(objs))
+	}
+}
+
+func TestKeyringBoundCookiesAreReported(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "kr"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("kr"), "x")
+	// A Cookies database shaped like Chrome's: one v10 (portable) and two
+	// v11 (keyring-bound) values.
+	db, err := sql.Open("sqlite3", filepath.Join(m.Dir("kr"), "Default", "Cookies"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE cookies (host_key TEXT, name TEXT, encrypted_value BLOB)`,
+		`INSERT INTO cookies VALUES ('a.test', 'sid', CAST('v10xxxx' AS BLOB)), ('b.test', 'sid', CAST('v11yyyy' AS BLOB)), ('c.test', 'k', CAST('v11zzzz' AS BLOB))`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	n, err := KeyringBoundCookies(ctx, m.Dir("kr"))
+	if err != nil || n != 2 {
+		t.Fatalf("KeyringBoundCookies = %d, %v; want 2", n, err)
+	}
+	res, err := m.Snapshot(ctx, "kr", SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "v11") || strings.Contains(res.Warnings[0], "yyyy") {
+		t.Fatalf("warnings %q", res.Warnings)
+	}
+	// A profile made by director's own Chrome flags has none.
+	if n, err := KeyringBoundCookies(ctx, t.TempDir()); err != nil || n != 0 {
+		t.Fatalf("empty profile: %d, %v", n, err)
 	}
 }

@@ -44,6 +44,7 @@ type SnapshotResult struct {
 	Encrypted     bool          `json:"encrypted"`
 	ChromeVersion string        `json:"chrome_version,omitempty"`
 	Duration      time.Duration `json:"duration_ns"`
+	Warnings      []string      `json:"warnings,omitempty"`
 }
 
 func (m *Manager) encrypting() bool { return len(m.Recipients) > 0 }
@@ -119,6 +120,14 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 		m.removeObjects(archiveKey, manifestKey)
 		return nil, err
 	}
+	var warnings []string
+	if n, err := KeyringBoundCookies(ctx, m.Dir(name)); err != nil {
+		m.log().Debug("could not inspect the cookie database", "profile", name, "err", err)
+	} else if n > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d cookies are encrypted with this machine's keyring (v11): they will not decrypt after a restore on another machine; "+
+			"log in again through `director profile open %s --snapshot`, which runs Chrome with --password-store=basic", n, name))
+		m.log().Warn("keyring-bound cookies in snapshot", "profile", name, "count", n)
+	}
 	row := rowFromManifest(man, manifestKey)
 	if err := m.Catalog.InsertSnapshot(ctx, row); err != nil {
 		m.removeObjects(archiveKey, manifestKey)
@@ -129,7 +138,7 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 	return &SnapshotResult{
 		ID: id, Profile: name, ObjectKey: archiveKey, ManifestKey: manifestKey, Store: m.Store.String(),
 		ArchiveSize: hr.n, ArchiveSHA256: man.ArchiveSHA256, RawSize: man.RawSize, FileCount: man.FileCount,
-		Encrypted: man.Encrypted, ChromeVersion: man.ChromeVersion, Duration: time.Since(start),
+		Encrypted: man.Encrypted, ChromeVersion: man.ChromeVersion, Duration: time.Since(start), Warnings: warnings,
 	}, nil
 }
 

@@ -231,6 +231,9 @@ func profileCommands() []*cli.Command {
 					fmt.Fprintf(w, "snapshot %s\n  archive  %s (%s)\n  files    %d, %s raw\n  took     %s\n  stored   %s/%s\n",
 						res.ID, humanBytes(res.ArchiveSize), ratio(res.ArchiveSize, res.RawSize), res.FileCount,
 						humanBytes(res.RawSize), res.Duration.Round(time.Millisecond), res.Store, res.ObjectKey)
+					for _, warn := range res.Warnings {
+						fmt.Fprintf(w, "  warning  %s\n", warn)
+					}
 				})
 				return nil
 			}),
