@@ -109,17 +109,17 @@ func runChild(ctx context.Context, a childArgs) (res *childResult, err error) {
 		m.Recipients = encrypt.IdentityRecipients(ids)
 	}
 	if err := os.MkdirAll(a.root, 0o700); err != nil {
-		return nil, errcode.Wrap(err, errcode.Internal, "creating %s", a.root)
+		return nil, errcode.Hinted(err, errcode.Internal, "check the free space and permissions of $TMPDIR", "creating %s", a.root)
 	}
 
 	if a.cpuProfile != "" {
 		f, err := os.Create(a.cpuProfile)
 		if err != nil {
-			return nil, errcode.Wrap(err, errcode.Internal, "creating CPU profile")
+			return nil, errcode.Hinted(err, errcode.Internal, "check that the -pprof folder is writable", "creating CPU profile")
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return nil, errcode.Wrap(err, errcode.Internal, "starting CPU profile")
+			return nil, errcode.Hinted(err, errcode.Internal, "run without -pprof", "starting CPU profile")
 		}
 		defer pprof.StopCPUProfile()
 	}
@@ -150,12 +150,12 @@ func runChild(ctx context.Context, a childArgs) (res *childResult, err error) {
 	if a.memProfile != "" {
 		f, err := os.Create(a.memProfile)
 		if err != nil {
-			return nil, errcode.Wrap(err, errcode.Internal, "creating heap profile")
+			return nil, errcode.Hinted(err, errcode.Internal, "check that the -pprof folder is writable", "creating heap profile")
 		}
 		defer f.Close()
 		runtime.GC() // the profile shows the state as of the last GC
 		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-			return nil, errcode.Wrap(err, errcode.Internal, "writing heap profile")
+			return nil, errcode.Hinted(err, errcode.Internal, "check that the -pprof folder is writable", "writing heap profile")
 		}
 	}
 	return res, nil

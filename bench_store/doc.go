@@ -8,7 +8,9 @@
 //	go run ./bench_store               # 600 MB profile-like tree, 3 repetitions
 //	go run ./bench_store -size 150     # well under a minute of set-up
 //	go run ./bench_store -json         # one JSON object on stdout
-//	go run ./bench_store -pprof DIR    # CPU and heap profiles of every child
+//	go run ./bench_store -pprof DIR    # CPU and allocation profiles of every child
+//	go run ./bench_store -part-size 8  # S3 part size in MiB (default: storage's)
+//	GODEBUG=gctrace=1 go run ./bench_store -v   # children's stderr passed through
 //
 // Each measured operation runs in a child process (this binary re-executed
 // with a hidden subcommand), so that the peak RSS reported is the child's own

@@ -181,23 +181,23 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (rep *Report, err er
 	self := cfg.Self
 	if self == "" {
 		if self, err = os.Executable(); err != nil {
-			return nil, errcode.Wrap(err, errcode.Internal, "finding this executable")
+			return nil, errcode.Hinted(err, errcode.Internal, "run it with go run ./bench_store from the module root", "finding this executable")
 		}
 	}
 	rep = &Report{Command: cfg.Command, SizeMB: cfg.SizeMB, Reps: cfg.Reps, PartSizeMB: cfg.PartSizeMB, GoVersion: runtime.Version(),
 		NumCPU: runtime.NumCPU(), Server: cfg.Server, StartedAt: time.Now().UTC()}
 	work, err := os.MkdirTemp("", "director-bench-store-")
 	if err != nil {
-		return nil, errcode.Wrap(err, errcode.Internal, "creating a work folder")
+		return nil, errcode.Hinted(err, errcode.Internal, "check $TMPDIR: it must be writable", "creating a work folder")
 	}
 	defer func() {
 		if rerr := os.RemoveAll(work); rerr != nil && err == nil {
-			err = errcode.Wrap(rerr, errcode.Internal, "removing %s", work)
+			err = errcode.Hinted(rerr, errcode.Internal, "remove it by hand", "removing %s", work)
 		}
 	}()
 	if cfg.PprofDir != "" {
 		if err := os.MkdirAll(cfg.PprofDir, 0o700); err != nil {
-			return nil, errcode.Wrap(err, errcode.Internal, "creating %s", cfg.PprofDir)
+			return nil, errcode.Hinted(err, errcode.Internal, "pass a writable folder to -pprof", "creating %s", cfg.PprofDir)
 		}
 	}
 
@@ -206,7 +206,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (rep *Report, err er
 	t0 := time.Now()
 	tree, err := genTree(filepath.Join(srcRoot, "bench"), int64(cfg.SizeMB)<<20)
 	if err != nil {
-		return nil, errcode.Wrap(err, errcode.Internal, "generating the tree")
+		return nil, errcode.Hinted(err, errcode.Internal, "check the free space of $TMPDIR (about 3x -size is needed)", "generating the tree")
 	}
 	rep.TreeFiles, rep.TreeBytes = tree.Files, tree.Bytes
 	log.Info("tree ready", "files", tree.Files, "bytes", tree.Bytes, "took", time.Since(t0).Round(time.Millisecond))
@@ -222,11 +222,11 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (rep *Report, err er
 
 	ident, err := age.GenerateX25519Identity()
 	if err != nil {
-		return nil, errcode.Wrap(err, errcode.Internal, "generating an age identity")
+		return nil, errcode.Hinted(err, errcode.Internal, "run it again", "generating an age identity")
 	}
 	keyFile := filepath.Join(work, "age.key")
 	if err := os.WriteFile(keyFile, []byte(ident.String()+"\n"), 0o600); err != nil {
-		return nil, errcode.Wrap(err, errcode.Internal, "writing the age identity")
+		return nil, errcode.Hinted(err, errcode.Internal, "check the free space of $TMPDIR", "writing the age identity")
 	}
 	env := append(os.Environ(), "AWS_ACCESS_KEY_ID="+srv.AccessKey, "AWS_SECRET_ACCESS_KEY="+srv.SecretKey)
 
@@ -286,7 +286,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (rep *Report, err er
 				return nil, fmt.Errorf("%s, repetition %d: %w", md.restore.Name, r+1, err)
 			}
 			if err := os.RemoveAll(root); err != nil {
-				return nil, errcode.Wrap(err, errcode.Internal, "removing %s", root)
+				return nil, errcode.Hinted(err, errcode.Internal, "check the free space and permissions of $TMPDIR", "removing %s", root)
 			}
 			snapRaw := md.snap.Runs[len(md.snap.Runs)-1].RawBytes
 			if res.RawBytes != snapRaw {
@@ -334,7 +334,7 @@ func runChildProcess(ctx context.Context, self string, args, env []string, stder
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
-			return Run{}, errcode.Wrap(ctx.Err(), errcode.Timeout, "interrupted")
+			return Run{}, errcode.Hinted(ctx.Err(), errcode.Timeout, "the run was interrupted or hit -timeout; run it again, with a larger -timeout for a large -size", "interrupted")
 		}
 		return Run{}, errcode.Hinted(err, errcode.Internal, "the child's own error is above; rerun with the same -size to reproduce",
 			"child %s: %s", strings.Join(args[:3], " "), strings.TrimSpace(errOut.String()))

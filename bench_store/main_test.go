@@ -106,7 +106,7 @@ func TestSmallRun(t *testing.T) {
 func TestJSONFlag(t *testing.T) {
 	needServer(t)
 	var out, errOut bytes.Buffer
-	if st := mainStatus([]string{"-size", "2", "-reps", "1", "-json"}, &out, &errOut); st != 0 {
+	if st := mainStatus([]string{"-size", "2", "-reps", "1", "-part-size", "5", "-json"}, &out, &errOut); st != 0 {
 		t.Fatalf("exit %d: %s", st, errOut.String())
 	}
 	var rep Report
@@ -117,7 +117,8 @@ func TestJSONFlag(t *testing.T) {
 	if dec.More() {
 		t.Error("more than one JSON value on stdout")
 	}
-	if len(rep.Cases) != 4 || rep.Ratios.PeakRSSMB <= 0 || rep.Command != "go run ./bench_store -size 2 -reps 1 -json" {
+	if len(rep.Cases) != 4 || rep.Ratios.PeakRSSMB <= 0 || rep.PartSizeMB != 5 ||
+		rep.Command != "go run ./bench_store -size 2 -reps 1 -part-size 5 -json" {
 		t.Errorf("report: %+v", rep)
 	}
 }

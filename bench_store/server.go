@@ -79,7 +79,7 @@ func startServer(ctx context.Context, bin, dir string, log *slog.Logger) (*s3Ser
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, errcode.Wrap(err, errcode.Internal, "finding a free port")
+		return 0, errcode.Hinted(err, errcode.Internal, "check that 127.0.0.1 ports can be bound", "finding a free port")
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
@@ -116,7 +116,7 @@ func (s *s3Server) makeBucket(ctx context.Context) error {
 		BucketLookup: minio.BucketLookupPath,
 	})
 	if err != nil {
-		return errcode.Wrap(err, errcode.Internal, "minio client")
+		return errcode.Hinted(err, errcode.Internal, "report it: the endpoint is built by this program", "minio client")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
