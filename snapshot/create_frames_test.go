@@ -1,0 +1,202 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"director/errcode"
+)
+
+// zstdFrames splits a zstd stream into its frames' sizes, reading only the
+// frame and block headers (RFC 8878, section 3.1).
+func zstdFrames(t testing.TB, b []byte) []int {
+	t.Helper()
+	var sizes []int
+	for len(b) > 0 {
+		if len(b) < 6 || binary.LittleEndian.Uint32(b) != 0xFD2FB528 {
+			t.Fatalf("frame %d: no zstd magic", len(sizes))
+		}
+		fhd := b[4]
+		single := fhd&0x20 != 0
+		n := 5
+		if !single {
+			n++ // window descriptor
+		}
+		n += []int{0, 1, 2, 4}[fhd&3] // dictionary id
+		fcs := []int{0, 2, 4, 8}[fhd>>6]
+		if fcs == 0 && single {
+			fcs = 1
+		}
+		n += fcs
+		for last := false; !last; {
+			if len(b) < n+3 {
+				t.Fatalf("frame %d: truncated block header", len(sizes))
+			}
+			h := int(b[n]) | int(b[n+1])<<8 | int(b[n+2])<<16
+			last = h&1 != 0
+			size := h >> 3
+			if (h>>1)&3 == 1 { // RLE: one byte repeated size times
+				size = 1
+			}
+			n += 3 + size
+		}
+		if fhd&4 != 0 {
+			n += 4 // content checksum
+		}
+		if n > len(b) {
+			t.Fatalf("frame %d: truncated", len(sizes))
+		}
+		sizes = append(sizes, n)
+		b = b[n:]
+	}
+	return sizes
+}
+
+// A tree larger than a frame makes an archive of several independent zstd
+// frames; plain `tar --zstd`, Verify and Restore all read it whole.
+func TestCreateMultiFrameArchiveExtracts(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "profile")
+	genTree(t, src, 3*frameChunk+frameChunk/2, 11)
+	m, arc := createArchive(t, src, CreateOptions{Excludes: []string{}})
+	frames := zstdFrames(t, arc)
+	if len(frames) < 4 {
+		t.Fatalf("archive of %d bytes unpacking to more than %d has %d zstd frames, want at least 4", len(arc), 3*frameChunk, len(frames))
+	}
+	// Each frame decodes on its own: nothing refers across a boundary.
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	must(t, err)
+	defer dec.Close()
+	rest, total := arc, 0
+	for i, n := range frames {
+		out, err := dec.DecodeAll(rest[:n], nil)
+		if err != nil {
+			t.Fatalf("frame %d alone: %v", i, err)
+		}
+		if i < len(frames)-1 && len(out) != frameChunk {
+			t.Errorf("frame %d holds %d bytes, want %d", i, len(out), frameChunk)
+		}
+		total += len(out)
+		rest = rest[n:]
+	}
+	if total%512 != 0 || total < int(m.RawSize) {
+		t.Errorf("frames hold %d bytes of tar for %d bytes of files", total, m.RawSize)
+	}
+
+	if _, err := Verify(context.Background(), bytes.NewReader(arc), ExtractOptions{}); err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	dst := filepath.Join(t.TempDir(), "restored")
+	if _, err := Restore(context.Background(), bytes.NewReader(arc), dst, RestoreOptions{}); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	want := dirState(t, src)
+	if got := dirState(t, dst); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("restored tree differs from the source (%d entries vs %d)", len(got), len(want))
+	}
+
+	if _, err := exec.LookPath("zstd"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("zstd is not installed (needed by tar --zstd)")
+		}
+		t.Skip("zstd not installed")
+	}
+	f := filepath.Join(t.TempDir(), "a.tar.zst")
+	must(t, os.WriteFile(f, arc, 0o600))
+	plain := t.TempDir()
+	if out, err := exec.Command("tar", "--zstd", "-xf", f, "-C", plain).CombinedOutput(); err != nil {
+		t.Fatalf("tar --zstd -xf: %v\n%s", err, out)
+	}
+	must(t, os.RemoveAll(filepath.Join(plain, ".director")))
+	// tar keeps the archive's modes; compare contents and types only.
+	if got := dirState(t, plain); len(got) != len(want) {
+		t.Fatalf("tar extracted %d entries, want %d", len(got), len(want))
+	}
+	for _, f := range m.Files {
+		if f.Type != TypeFile {
+			continue
+		}
+		a, err := os.ReadFile(filepath.Join(plain, filepath.FromSlash(f.Path)))
+		must(t, err)
+		b, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(f.Path)))
+		must(t, err)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("tar extracted different content for %s", f.Path)
+		}
+	}
+}
+
+// stopWriter stops a Create midway, on its first write: it cancels the
+// context (as a caller giving up would), fails (a full disk), or blocks
+// until the context's deadline passes (a stalled upload).
+type stopWriter struct {
+	ctx    context.Context
+	cancel func()
+	mode   string
+	writes int
+}
+
+func (w *stopWriter) Write(p []byte) (int, error) {
+	w.writes++
+	switch w.mode {
+	case "cancel":
+		w.cancel()
+	case "fail":
+		return 0, errors.New("disk full")
+	case "wait":
+		<-w.ctx.Done()
+	}
+	return len(p), nil
+}
+
+// Stopping a Create midway, by its context or by its writer failing, stops
+// every worker: no goroutine outlives the call.
+func TestCreateStopsWorkersMidway(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "profile")
+	genTree(t, src, 6*frameChunk, 5)
+	for _, tc := range []struct {
+		mode string
+		code errcode.Code
+	}{
+		{"cancel", errcode.Internal},
+		{"fail", errcode.Internal},
+		{"wait", errcode.Timeout},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.mode == "wait" {
+				ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+			}
+			defer cancel()
+			w := &stopWriter{ctx: ctx, cancel: cancel, mode: tc.mode}
+			_, err := Create(ctx, src, w, CreateOptions{Excludes: []string{}, Concurrency: 2})
+			wantCode(t, err, tc.code)
+			if w.writes == 0 {
+				t.Fatalf("Create stopped before writing anything: %v", err)
+			}
+			if w.writes > 2 {
+				t.Errorf("Create went on writing %d frames after it was stopped", w.writes-1)
+			}
+			// Create waits for its goroutines; allow the runtime a moment
+			// for its own bookkeeping.
+			for i := 0; runtime.NumGoroutine() > before && i < 100; i++ {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := runtime.NumGoroutine(); n > before {
+				buf := make([]byte, 1<<16)
+				t.Fatalf("%d goroutines after Create, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+			}
+		})
+	}
+}
