@@ -316,3 +316,42 @@ func ValidID(s string) bool {
 	}
 	return true
 }
+
+// queryAll runs q and scans every row with scan; what names the query in
+// errors ("cannot list runs").
+func queryAll[T any](ctx context.Context, db *DB, what, q string, args []any, scan func(rowScanner) (T, error)) ([]T, error) {
+	rows, err := db.sql.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, queryErr(err, what)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, queryErr(err, what)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, queryErr(err, what)
+	}
+	return out, nil
+}
+
+// byProfileNewestFirst builds "SELECT cols FROM table [WHERE profile = ?]
+// ORDER BY orderCol DESC, id DESC [LIMIT ?]" (profile "" = all, limit <= 0 = all).
+func byProfileNewestFirst(cols, table, orderCol, profile string, limit int) (string, []any) {
+	q := `SELECT ` + cols + ` FROM ` + table
+	var args []any
+	if profile != "" {
+		q += ` WHERE profile = ?`
+		args = append(args, profile)
+	}
+	q += ` ORDER BY ` + orderCol + ` DESC, id DESC`
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	return q, args
+}

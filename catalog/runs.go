@@ -118,32 +118,6 @@ func (db *DB) GetRun(ctx context.Context, id string) (Run, error) {
 // ListRuns returns the runs of profile ("" = all), newest first, at most
 // limit of them (limit <= 0: all).
 func (db *DB) ListRuns(ctx context.Context, profile string, limit int) ([]Run, error) {
-	q := `SELECT ` + runCols + ` FROM runs`
-	var args []any
-	if profile != "" {
-		q += ` WHERE profile = ?`
-		args = append(args, profile)
-	}
-	q += ` ORDER BY started_at DESC, id DESC`
-	if limit > 0 {
-		q += ` LIMIT ?`
-		args = append(args, limit)
-	}
-	rows, err := db.sql.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, queryErr(err, "cannot list runs")
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, queryErr(err, "cannot list runs")
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, queryErr(err, "cannot list runs")
-	}
-	return out, nil
+	q, args := byProfileNewestFirst(runCols, "runs", "started_at", profile, limit)
+	return queryAll(ctx, db, "cannot list runs", q, args, scanRun)
 }

@@ -121,32 +121,6 @@ func (db *DB) GetSession(ctx context.Context, id string) (Session, error) {
 // ListSessions returns the sessions of profile ("" = all), newest first, at
 // most limit of them (limit <= 0: all).
 func (db *DB) ListSessions(ctx context.Context, profile string, limit int) ([]Session, error) {
-	q := `SELECT ` + sessionCols + ` FROM sessions`
-	var args []any
-	if profile != "" {
-		q += ` WHERE profile = ?`
-		args = append(args, profile)
-	}
-	q += ` ORDER BY started_at DESC, id DESC`
-	if limit > 0 {
-		q += ` LIMIT ?`
-		args = append(args, limit)
-	}
-	rows, err := db.sql.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, queryErr(err, "cannot list sessions")
-	}
-	defer rows.Close()
-	var out []Session
-	for rows.Next() {
-		s, err := scanSession(rows)
-		if err != nil {
-			return nil, queryErr(err, "cannot list sessions")
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, queryErr(err, "cannot list sessions")
-	}
-	return out, nil
+	q, args := byProfileNewestFirst(sessionCols, "sessions", "started_at", profile, limit)
+	return queryAll(ctx, db, "cannot list sessions", q, args, scanSession)
 }

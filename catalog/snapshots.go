@@ -141,30 +141,8 @@ func (db *DB) LatestSnapshot(ctx context.Context, profile string) (Snapshot, err
 // ListSnapshots returns the snapshots of profile ("" = every profile), newest
 // first.
 func (db *DB) ListSnapshots(ctx context.Context, profile string) ([]Snapshot, error) {
-	q := `SELECT ` + snapshotCols + ` FROM snapshots`
-	var args []any
-	if profile != "" {
-		q += ` WHERE profile = ?`
-		args = append(args, profile)
-	}
-	q += ` ORDER BY created_at DESC, id DESC`
-	rows, err := db.sql.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, queryErr(err, "cannot list snapshots")
-	}
-	defer rows.Close()
-	var out []Snapshot
-	for rows.Next() {
-		s, err := scanSnapshot(rows)
-		if err != nil {
-			return nil, queryErr(err, "cannot list snapshots")
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, queryErr(err, "cannot list snapshots")
-	}
-	return out, nil
+	q, args := byProfileNewestFirst(snapshotCols, "snapshots", "created_at", profile, 0)
+	return queryAll(ctx, db, "cannot list snapshots", q, args, scanSnapshot)
 }
 
 // DeleteSnapshot removes the row of id (not the archive); a missing id is a
