@@ -3,19 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"testing"
+
+	"director/internal/testenv"
+	"director/launcher"
 )
 
 // TestBenchRuns runs one iteration so that `make bench` cannot rot.
 func TestBenchRuns(t *testing.T) {
-	if _, err := exec.LookPath("chromium"); err != nil && os.Getenv("CHROME_PATH") == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("chromium is required in CI")
-		}
-		t.Skip("chromium not found")
-	}
+	_, err := launcher.Find("")
+	testenv.Require(t, "Chromium", err)
 	if testing.Short() {
 		t.Skip("-short")
 	}

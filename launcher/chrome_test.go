@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"director/internal/testenv"
+
 	"github.com/chromedp/chromedp"
 
 	"director/errcode"
@@ -25,12 +27,7 @@ import (
 func requireChrome(t *testing.T) string {
 	t.Helper()
 	p, err := Find("")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set and no Chromium is installed: %v", err)
-		}
-		t.Skipf("no Chromium: %v", err)
-	}
+	testenv.Require(t, "Chromium", err)
 	return p
 }
 

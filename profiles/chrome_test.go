@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"director/errcode"
+	"director/internal/testenv"
 	"director/internal/testsite"
 	"director/launcher"
 )
@@ -21,12 +22,7 @@ import (
 func chromeOrFail(t *testing.T) string {
 	t.Helper()
 	path, err := launcher.Find(os.Getenv("CHROME_PATH"))
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Chromium is required in CI: %v", err)
-		}
-		t.Skipf("no Chromium here (%v); CI installs it", err)
-	}
+	testenv.Require(t, "Chromium", err)
 	return path
 }
 
@@ -159,12 +155,8 @@ func TestRealProfileSurvivesSnapshotDeleteRestore(t *testing.T) {
 // TestArchiveOpensWithPlainTar checks the promise in the README: an archive
 // of a real profile lists and extracts with tar --zstd.
 func TestArchiveOpensWithPlainTar(t *testing.T) {
-	if _, err := exec.LookPath("zstd"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("zstd is required in CI")
-		}
-		t.Skip("no zstd binary")
-	}
+	_, err := exec.LookPath("zstd")
+	testenv.Require(t, "the zstd binary", err)
 	ctx := context.Background()
 	m := newTestManager(t)
 	if err := m.Create(ctx, "tar"); err != nil {

@@ -1,10 +1,9 @@
 package session
 
 import (
-	"os"
-	"os/exec"
 	"testing"
 
+	"director/internal/testenv"
 	"director/launcher"
 )
 
@@ -12,19 +11,9 @@ import (
 // and none is found, and skips it otherwise.
 func chromePath(t testing.TB) string {
 	t.Helper()
-	for _, p := range []string{os.Getenv("CHROME_PATH"), "/usr/bin/chromium", "chromium", "google-chrome"} {
-		if p == "" {
-			continue
-		}
-		if full, err := exec.LookPath(p); err == nil {
-			return full
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is required in CI: install the chromium package or set CHROME_PATH")
-	}
-	t.Skip("chromium not found; set CHROME_PATH")
-	return ""
+	p, err := launcher.Find("")
+	testenv.Require(t, "Chromium", err)
+	return p
 }
 
 // launcherFor returns a LaunchFunc that starts headless Chromium through

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"director/internal/testenv"
+
 	"github.com/chromedp/chromedp"
 
 	"director/errcode"
@@ -22,12 +24,8 @@ import (
 // needChrome fails under CI and skips elsewhere when Chromium is missing.
 func needChrome(t *testing.T) {
 	t.Helper()
-	if _, err := launcher.Find(""); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set and no Chromium is installed: %v", err)
-		}
-		t.Skipf("no Chromium: %v", err)
-	}
+	_, err := launcher.Find("")
+	testenv.Require(t, "Chromium", err)
 }
 
 // signalWriter collects output and closes ready when it first contains want.

@@ -3,29 +3,12 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"director/internal/testsite"
 )
-
-// needChromium fails in CI without Chromium and skips elsewhere.
-func needChromium(t *testing.T) {
-	t.Helper()
-	for _, p := range []string{os.Getenv("CHROME_PATH"), "chromium", "google-chrome"} {
-		if p != "" {
-			if _, err := exec.LookPath(p); err == nil {
-				return
-			}
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is required in CI")
-	}
-	t.Skip("chromium not found")
-}
 
 // firstJSON decodes the first JSON object on stdout.
 func firstJSON(t *testing.T, s string) map[string]any {
@@ -66,7 +49,7 @@ func TestRunInvalidWorkflow(t *testing.T) {
 }
 
 func TestRunCommand(t *testing.T) {
-	needChromium(t)
+	needChrome(t)
 	home := cliEnv(t)
 	site := testsite.New(t)
 	dir := t.TempDir()
