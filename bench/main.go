@@ -14,6 +14,7 @@
 //	go run ./bench              # 150 MB tree (+ Chromium profile)
 //	go run ./bench -size 600    # 600 MB tree
 //	go run ./bench -json        # one JSON object on stdout
+//	go run ./bench -restore=false -level 3   # create only, at another level
 package main
 
 import (
@@ -50,6 +51,7 @@ func main() {
 	chromium := flag.String("chromium", "/usr/bin/chromium", "Chromium binary for the real-profile case (\"\" to skip)")
 	keep := flag.Bool("keep", false, "keep the work directory")
 	level := flag.Int("level", 0, "zstd level for snapshot.Create (0 = snapshot.DefaultLevel)")
+	restore := flag.Bool("restore", true, "measure restore too (false: create only, much quicker)")
 	flag.Parse()
 
 	work, err := os.MkdirTemp("", "director-snapshot-bench-")
@@ -67,9 +69,9 @@ func main() {
 		fatal(err)
 	}
 	debug.FreeOSMemory()
-	floor := measure(1, "true", "", nil, "true")
+	floor := measure(1, cmd("true", "", nil, "true"))[0]
 	logf("RSS floor (a child running `true`): %.1f MB", floor.PeakRSSMB)
-	results = append(results, runCase(work, fmt.Sprintf("generated %d MB", *size), tree, files, *reps, *level))
+	results = append(results, runCase(work, fmt.Sprintf("generated %d MB", *size), tree, files, *reps, *level, *restore))
 
 	if *chromium != "" {
 		if _, err := os.Stat(*chromium); err == nil {
@@ -79,7 +81,7 @@ func main() {
 				logf("skipping the Chromium case: %v", err)
 			} else {
 				n, _ := countFiles(prof)
-				results = append(results, runCase(work, "chromium profile", prof, n, *reps, *level))
+				results = append(results, runCase(work, "chromium profile", prof, n, *reps, *level, *restore))
 			}
 		}
 	}
@@ -116,7 +118,7 @@ type caseResult struct {
 	ReproCommand string        `json:"command"`
 }
 
-func runCase(work, name, tree string, files, reps, level int) caseResult {
+func runCase(work, name, tree string, files, reps, level int, restore bool) caseResult {
 	self, err := os.Executable()
 	if err != nil {
 		fatal(err)
@@ -132,75 +134,106 @@ func runCase(work, name, tree string, files, reps, level int) caseResult {
 	lv := fmt.Sprint(level)
 
 	logf("[%s] create x%d ...", name, reps)
-	res.Create = []measurement{
-		measure(reps, "snapshot (director)", arcOurs, nil, self, "child-create", tree, arcOurs, "none", lv),
-		measure(reps, "tar czf", arcGz, nil, "tar", "czf", arcGz, "-C", tree, "."),
-		measure(reps, "tar -I 'zstd -3 -T0'", arcZst, nil, "tar", "-I", "zstd -3 -T0", "-cf", arcZst, "-C", tree, "."),
-	}
 	arcDef := filepath.Join(out, "snap-default.tar.zst")
-	d := measure(reps, "snapshot, default excludes", arcDef, nil, self, "child-create", tree, arcDef, "default", lv)
+	ms := measure(reps,
+		cmd("snapshot (director)", arcOurs, nil, self, "child-create", tree, arcOurs, "none", lv),
+		cmd("tar czf", arcGz, nil, "tar", "czf", arcGz, "-C", tree, "."),
+		cmd("tar -I 'zstd -3 -T0'", arcZst, nil, "tar", "-I", "zstd -3 -T0", "-cf", arcZst, "-C", tree, "."),
+		cmd("snapshot, default excludes", arcDef, nil, self, "child-create", tree, arcDef, "default", lv))
+	res.Create = ms[:3]
+	d := ms[3]
 	res.DefaultExcl = &d
 
+	c := res.Create
+	res.Ratios = []string{
+		fmt.Sprintf("create: snapshot %s than tar czf (cpu %s), archive %.2fx its size", faster(c[0], c[1]), fasterCPU(c[0], c[1]), float64(c[0].Bytes)/float64(c[1].Bytes)),
+		fmt.Sprintf("create: snapshot %s than tar -I 'zstd -3 -T0' (cpu %s), archive %.3fx its size", faster(c[0], c[2]), fasterCPU(c[0], c[2]), float64(c[0].Bytes)/float64(c[2].Bytes)),
+		fmt.Sprintf("default excludes: archive %.2fx, time %.2fx of excludes=none", float64(d.Bytes)/float64(c[0].Bytes), d.Seconds/c[0].Seconds),
+	}
+	if !restore {
+		return res
+	}
 	logf("[%s] restore x%d ...", name, reps)
 	dst := filepath.Join(work, "dst")
 	fresh := func() {
 		os.RemoveAll(dst)
 		os.MkdirAll(dst, 0o700)
 	}
-	res.Restore = []measurement{
-		measure(reps, "snapshot restore+verify", "", fresh, self, "child-restore", arcOurs, filepath.Join(dst, "profile")),
-		measure(reps, "tar xzf", "", fresh, "tar", "xzf", arcGz, "-C", dst),
-		measure(reps, "tar -I zstd -xf", "", fresh, "tar", "-I", "zstd", "-xf", arcZst, "-C", dst),
+	res.Restore = measure(reps,
+		cmd("snapshot restore+verify", "", fresh, self, "child-restore", arcOurs, filepath.Join(dst, "profile")),
+		cmd("tar xzf", "", fresh, "tar", "xzf", arcGz, "-C", dst),
+		cmd("tar -I zstd -xf", "", fresh, "tar", "-I", "zstd", "-xf", arcZst, "-C", dst),
 		// Restore makes the tree durable (syncfs) before the swap; tar does
 		// not, so this row is the like-for-like figure.
-		measure(reps, "tar xzf && sync -f", "", fresh, "sh", "-c", `tar xzf "$0" -C "$1" && sync -f "$1"`, arcGz, dst),
-	}
+		cmd("tar xzf && sync -f", "", fresh, "sh", "-c", `tar xzf "$0" -C "$1" && sync -f "$1"`, arcGz, dst))
 	os.RemoveAll(dst)
 
-	c, r := res.Create, res.Restore
-	res.Ratios = []string{
-		fmt.Sprintf("create: snapshot %s than tar czf (cpu %s), archive %.2fx its size", faster(c[0], c[1]), fasterCPU(c[0], c[1]), float64(c[0].Bytes)/float64(c[1].Bytes)),
-		fmt.Sprintf("create: snapshot %s than tar -I 'zstd -3 -T0' (cpu %s), archive %.3fx its size", faster(c[0], c[2]), fasterCPU(c[0], c[2]), float64(c[0].Bytes)/float64(c[2].Bytes)),
-		fmt.Sprintf("restore: snapshot (verified, synced) %s than tar xzf, %s than tar -I zstd -xf, %s than tar xzf && sync -f", faster(r[0], r[1]), faster(r[0], r[2]), faster(r[0], r[3])),
-		fmt.Sprintf("default excludes: archive %.2fx, time %.2fx of excludes=none", float64(d.Bytes)/float64(c[0].Bytes), d.Seconds/c[0].Seconds),
-	}
+	r := res.Restore
+	res.Ratios = append(res.Ratios,
+		fmt.Sprintf("restore: snapshot (verified, synced) %s than tar xzf, %s than tar -I zstd -xf, %s than tar xzf && sync -f", faster(r[0], r[1]), faster(r[0], r[2]), faster(r[0], r[3])))
 	return res
 }
 
-// measure runs a command reps times and returns the median wall time (with
-// the CPU time and peak RSS of that run) and the size of file afterwards.
-func measure(reps int, tool, file string, before func(), name string, args ...string) measurement {
-	var ms []measurement
+// run is one measured command: tool is its label, file the archive whose
+// size is reported (removed before each run), before prepares each run.
+type run struct {
+	tool, file string
+	before     func()
+	name       string
+	args       []string
+}
+
+func cmd(tool, file string, before func(), name string, args ...string) run {
+	return run{tool, file, before, name, args}
+}
+
+// measure runs the commands reps times each, interleaved (one of each in
+// turn, so that a noisy neighbour weighs on all of them alike), and returns
+// for each its median wall time, with the CPU time and peak RSS of that run
+// and the size of its file afterwards.
+func measure(reps int, runs ...run) []measurement {
+	all := make([][]measurement, len(runs))
 	for i := 0; i < reps; i++ {
-		if before != nil {
-			before()
+		for k, r := range runs {
+			all[k] = append(all[k], runOnce(r))
 		}
-		if file != "" {
-			os.Remove(file)
-		}
-		cmd := exec.Command(name, args...)
-		cmd.Stderr = os.Stderr
-		start := time.Now()
-		if err := cmd.Run(); err != nil {
-			fatal(fmt.Errorf("%s: %v", tool, err))
-		}
-		wall := time.Since(start)
-		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		m := measurement{
-			Tool:       tool,
-			Seconds:    wall.Seconds(),
-			CPUSeconds: (time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())).Seconds(),
-			PeakRSSMB:  float64(ru.Maxrss) / 1024, // KiB on Linux
-		}
-		if file != "" {
-			if fi, err := os.Stat(file); err == nil {
-				m.Bytes = fi.Size()
-			}
-		}
-		ms = append(ms, m)
 	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].Seconds < ms[j].Seconds })
-	return ms[len(ms)/2]
+	out := make([]measurement, len(runs))
+	for k, ms := range all {
+		sort.Slice(ms, func(i, j int) bool { return ms[i].Seconds < ms[j].Seconds })
+		out[k] = ms[len(ms)/2]
+	}
+	return out
+}
+
+func runOnce(r run) measurement {
+	tool, file, before, name, args := r.tool, r.file, r.before, r.name, r.args
+	if before != nil {
+		before()
+	}
+	if file != "" {
+		os.Remove(file)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		fatal(fmt.Errorf("%s: %v", tool, err))
+	}
+	wall := time.Since(start)
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	m := measurement{
+		Tool:       tool,
+		Seconds:    wall.Seconds(),
+		CPUSeconds: (time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())).Seconds(),
+		PeakRSSMB:  float64(ru.Maxrss) / 1024, // KiB on Linux
+	}
+	if file != "" {
+		if fi, err := os.Stat(file); err == nil {
+			m.Bytes = fi.Size()
+		}
+	}
+	return m
 }
 
 // faster says how a compares with b on wall time: "2.1x faster" or "1.3x slower".
@@ -253,7 +286,9 @@ func printCase(r caseResult) {
 	for _, m := range append(r.Create, *r.DefaultExcl) {
 		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.1f\t\n", m.Tool, m.Seconds, m.CPUSeconds, float64(m.Bytes)/(1<<20), m.PeakRSSMB)
 	}
-	fmt.Fprintln(tw, "restore\twall s\tcpu s\t\tpeak RSS MB\t")
+	if len(r.Restore) > 0 {
+		fmt.Fprintln(tw, "restore\twall s\tcpu s\t\tpeak RSS MB\t")
+	}
 	for _, m := range r.Restore {
 		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t\t%.1f\t\n", m.Tool, m.Seconds, m.CPUSeconds, m.PeakRSSMB)
 	}

@@ -80,7 +80,9 @@ type fileState struct {
 // precedes the archiving pass; a file that changes between the two passes
 // fails the snapshot (profile_in_use). The returned manifest has ArchiveKey,
 // ArchiveSize and ArchiveSHA256 empty: the caller measures its output stream.
-// Create does not close w.
+// The stream is a sequence of independent zstd frames of frameChunk bytes of
+// tar each, compressed by Concurrency workers in parallel (see frameWriter);
+// any zstd reader reads it as one stream. Create does not close w.
 func Create(ctx context.Context, dir string, w io.Writer, opts CreateOptions) (*Manifest, error) {
 	excludes := opts.Excludes
 	if excludes == nil {
