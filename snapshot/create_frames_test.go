@@ -163,7 +163,7 @@ func (w *stopWriter) Write(p []byte) (int, error) {
 // every worker: no goroutine outlives the call.
 func TestCreateStopsWorkersMidway(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "profile")
-	genTree(t, src, 6*frameChunk, 5)
+	genTree(t, src, 4*frameChunk, 5)
 	for _, tc := range []struct {
 		mode string
 		code errcode.Code
@@ -176,7 +176,7 @@ func TestCreateStopsWorkersMidway(t *testing.T) {
 			before := runtime.NumGoroutine()
 			ctx, cancel := context.WithCancel(context.Background())
 			if tc.mode == "wait" {
-				ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+				ctx, cancel = context.WithTimeout(context.Background(), 3*time.Second)
 			}
 			defer cancel()
 			w := &stopWriter{ctx: ctx, cancel: cancel, mode: tc.mode}
