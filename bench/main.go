@@ -34,6 +34,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"director/internal/memlimit"
+
 	"director/snapshot"
 )
 
@@ -250,6 +252,7 @@ func ratio(a, b float64) string {
 
 // child runs our side of a measurement in its own process.
 func child(cmd string, args []string) error {
+	memlimit.Apply() // as cmd/director does, so the RSS measured is what a user gets
 	ctx := context.Background()
 	switch cmd {
 	case "child-create": // TREE OUT none|default LEVEL

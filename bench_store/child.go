@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"director/internal/memlimit"
+
 	"director/catalog"
 	"director/encrypt"
 	"director/errcode"
@@ -38,6 +40,7 @@ type childResult struct {
 // childMain runs one snapshot or restore through the real profiles.Manager
 // and prints a childResult; it returns the process exit status.
 func childMain(args []string, stdout, stderr io.Writer) int {
+	memlimit.Apply() // as cmd/director does, so the RSS measured is what a user gets
 	fs := flag.NewFlagSet(childCmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	op := fs.String("op", "", "snapshot or restore")
