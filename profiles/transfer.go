@@ -107,7 +107,10 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 	man, pErr := <-made, <-prodErr
 	if pErr != nil || putErr != nil {
 		m.removeObjects(archiveKey)
-		if pErr != nil && !errors.Is(pErr, io.ErrClosedPipe) && (putErr == nil || errcode.Of(putErr) == errcode.Internal) {
+		// Whichever side failed first is the cause: a store that fails
+		// closes the pipe under the archiver, and an archiver that fails
+		// (a file changed, the context ended) fails the upload's body.
+		if pErr != nil && (putErr == nil || errors.Is(putErr, pErr)) {
 			return nil, fmt.Errorf("snapshot of %q: %w", name, pErr)
 		}
 		return nil, fmt.Errorf("snapshot of %q: storing %s: %w", name, archiveKey, putErr)
