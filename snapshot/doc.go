@@ -2,11 +2,13 @@
 //
 // Create walks a Chrome user-data-dir, skipping the runtime files (always)
 // and the excludes (DefaultExcludes unless told otherwise), hashes every file
-// in parallel, and then streams a tar archive compressed with zstd whose
-// first entry is .director/manifest.json (format version, profile, Chrome
-// version, every entry with type, size, mode and sha256). A file that changes
-// between the hashing pass and the archiving pass fails the snapshot. Plain
-// `tar --zstd -xf` reads the archives.
+// in parallel, and then streams a tar archive whose first entry is
+// .director/manifest.json (format version, profile, Chrome version, every
+// entry with type, size, mode and sha256). The tar stream is cut into 4 MiB
+// chunks compressed as independent zstd frames on every core and written in
+// order, so memory stays bounded and the output is one ordinary zstd stream.
+// A file that changes between the hashing pass and the archiving pass fails
+// the snapshot. Plain `tar --zstd -xf` reads the archives.
 //
 // Restore streams an archive into a fresh sibling temp dir through os.Root
 // and rejects anything unsafe: traversal, absolute paths, symlinks that
