@@ -44,6 +44,8 @@ func backends(t *testing.T) []backend {
 		srv = s3test.Start(t)
 	}
 	supa := newSupabaseDouble(t)
+	s3p := newS3PathDouble(t, false)
+	t.Cleanup(func() { checkDoubleClean(t, s3p) })
 	var n atomic.Int64
 	return []backend{
 		{"file", func(t *testing.T) env {
@@ -96,6 +98,9 @@ func backends(t *testing.T) []backend {
 				return out
 			}}
 		}},
+		// Supabase's S3 endpoint: a path below the host, re-signed requests
+		// (s3path_double_test.go).
+		{"s3path", func(t *testing.T) env { return s3PathEnv(t, s3p, "case"+itoa(n.Add(1))) }},
 	}
 }
 

@@ -60,33 +60,6 @@ func checkDoubleClean(t *testing.T, d *s3PathDouble) {
 	}
 }
 
-// TestS3PathConformance runs the shared conformance cases (conformance_test.go)
-// against an endpoint below /storage/v1/s3 over plain http, where minio-go
-// would otherwise sign uploads in streaming chunks.
-func TestS3PathConformance(t *testing.T) {
-	d := newS3PathDouble(t, false)
-	cases := []struct {
-		name string
-		run  func(t *testing.T, e env)
-	}{
-		{"round trip", testRoundTrip},
-		{"never overwrites", testNoOverwrite},
-		{"not found", testNotFound},
-		{"prefix listing", testPrefixList},
-		{"unknown size", testUnknownSize},
-		{"wrong size leaves nothing", testWrongSize},
-		{"invalid keys", testInvalidKeys},
-		{"max size stops the upload", testMaxSize},
-		{"cancelled put leaves nothing", testCancelledPut},
-		{"large object streams", testLargeObject},
-		{"check", testCheckOK},
-	}
-	for i, c := range cases {
-		t.Run(c.name, func(t *testing.T) { c.run(t, s3PathEnv(t, d, "case"+itoa(int64(i)))) })
-	}
-	checkDoubleClean(t, d)
-}
-
 // TestS3PathOverTLS: over https minio-go would send UNSIGNED-PAYLOAD; the
 // path-prefixed client sends the SHA-256 of each part there too, and a
 // multipart upload of unknown size round-trips.
