@@ -98,7 +98,7 @@ func (fw *frameWriter) work(enc *zstd.Encoder) {
 			if j.out == nil {
 				j.out = make([]byte, 0, enc.MaxEncodedSize(fw.chunk))
 			}
-			j.out = enc.EncodeAll(j.in, j.out[:0])
+			j.out = encodeChunk(enc, j.in, j.out[:0])
 		}
 		close(j.done)
 	}
