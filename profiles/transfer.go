@@ -54,20 +54,11 @@ func (m *Manager) encrypting() bool { return len(m.Recipients) > 0 }
 // stored; a failure removes what was stored.
 func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) (*SnapshotResult, error) {
 	start := time.Now()
-	if err := ValidateName(name); err != nil {
-		return nil, err
-	}
-	_, unlock, err := m.lockFor(ctx, name, o.Lock)
+	unlock, err := m.exclusive(ctx, name, o.Lock, true)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if err := m.requireDir(name); err != nil {
-		return nil, err
-	}
-	if err := m.refuseIfRunning(name); err != nil {
-		return nil, err
-	}
 	if storage.IsRemote(m.Store) && !m.encrypting() && !m.InsecureNoEncryption {
 		return nil, errcode.New(errcode.InvalidInput, "refusing to upload an unencrypted profile to %s: archives hold live cookies", m.Store).
 			WithHint("set DIRECTOR_AGE_RECIPIENTS (create a key with `director key generate`), or pass --insecure-no-encryption")
@@ -143,6 +134,30 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 		ArchiveSize: hr.n, ArchiveSHA256: man.ArchiveSHA256, RawSize: man.RawSize, FileCount: man.FileCount,
 		Encrypted: man.Encrypted, ChromeVersion: man.ChromeVersion, Duration: time.Since(start), Warnings: warnings,
 	}, nil
+}
+
+// exclusive prepares a use-case that rewrites or reads a whole profile: it
+// validates the name, takes the profile's lock (or uses held), optionally
+// requires the profile to exist, and refuses a profile Chrome runs on.
+func (m *Manager) exclusive(ctx context.Context, name string, held *Lock, mustExist bool) (unlock func(), err error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	_, unlock, err = m.lockFor(ctx, name, held)
+	if err != nil {
+		return nil, err
+	}
+	if mustExist {
+		err = m.requireDir(name)
+	}
+	if err == nil {
+		err = m.refuseIfRunning(name)
+	}
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
 }
 
 // produce writes the archive, encrypted when recipients are set.
@@ -270,17 +285,11 @@ type RestoreResult struct {
 // profile is untouched on every failure.
 func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOptions) (*RestoreResult, error) {
 	start := time.Now()
-	if err := ValidateName(name); err != nil {
-		return nil, err
-	}
-	_, unlock, err := m.lockFor(ctx, name, o.Lock)
+	unlock, err := m.exclusive(ctx, name, o.Lock, false)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if err := m.refuseIfRunning(name); err != nil {
-		return nil, err
-	}
 	_, statErr := os.Stat(m.Dir(name))
 	res := &RestoreResult{Profile: name, Path: m.Dir(name), Created: statErr != nil}
 	maxSize := o.MaxSize
