@@ -229,3 +229,17 @@ func badKey(key, format string, args ...any) error {
 		"object keys are slash-separated names without empty, \".\" or \"..\" segments and without backslashes",
 		"bad object key %q: %s", key, fmt.Sprintf(format, args...))
 }
+
+// checkNewKey validates key and refuses one that already names an object,
+// before a remote Put sends any data.
+func checkNewKey(ctx context.Context, s Store, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if _, err := s.Stat(ctx, key); err == nil {
+		return exists(s, key)
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
+}

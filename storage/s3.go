@@ -384,16 +384,10 @@ func (s *s3Store) Delete(ctx context.Context, key string) error {
 // TestS3ServerHonoursIfNoneMatch), so there the last check narrows the race
 // between two writers of one key to the time of one request.
 func (s *s3Store) Put(ctx context.Context, key string, r io.Reader, size int64) error {
-	if err := ValidateKey(key); err != nil {
+	if err := checkNewKey(ctx, s, key); err != nil {
 		return err
 	}
 	what := fmt.Sprintf("put %q", key)
-	// Refuse an existing key before sending any data.
-	if _, err := s.Stat(ctx, key); err == nil {
-		return exists(s, key)
-	} else if !errors.Is(err, ErrNotFound) {
-		return err
-	}
 	body := newBody(ctxReader{ctx, r}, size)
 	partSize := int64(s.opts.PartSize)
 	if size >= 0 && size < partSize {

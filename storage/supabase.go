@@ -350,15 +350,10 @@ func (s *supabaseStore) Get(ctx context.Context, key string) (io.ReadCloser, Obj
 }
 
 func (s *supabaseStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
-	if err := ValidateKey(key); err != nil {
+	if err := checkNewKey(ctx, s, key); err != nil {
 		return err
 	}
 	what := fmt.Sprintf("put %q", key)
-	if _, err := s.Stat(ctx, key); err == nil {
-		return exists(s, key)
-	} else if !errors.Is(err, ErrNotFound) {
-		return err
-	}
 	rewind, canReplay := replayable(r)
 	attempts := 1
 	if canReplay {
