@@ -378,8 +378,8 @@ func (s *s3Store) Delete(ctx context.Context, key string) error {
 // transient failures (Options.Retry.Attempts tries) whatever r is, and a
 // failure that outlasts the retries aborts the upload.
 //
-// Just before completing a multipart upload Put checks the key again, and
-// the completion carries If-None-Match: *. versitygw v1.8.0 honours that
+// Just before the single PUT or the completion of a multipart upload Put
+// checks the key again, and the request carries If-None-Match: *. versitygw v1.8.0 honours that
 // header on PUT but not on CompleteMultipartUpload (see
 // TestS3ServerHonoursIfNoneMatch), so there the last check narrows the race
 // between two writers of one key to the time of one request.
@@ -419,7 +419,15 @@ func (s *s3Store) Put(ctx context.Context, key string, r io.Reader, size int64) 
 		}
 	}
 	if rerr != nil || (size >= 0 && int64(n) == size) {
-		// The whole body is in buf: one conditional PUT.
+		// The whole body is in buf: one conditional PUT, after a last
+		// check. A server that refuses the PUT on If-None-Match may answer
+		// before it has read the body and close the connection, which the
+		// client sees as a reset, not as the refusal; the check turns the
+		// common case (the key appeared while r was being read) into
+		// ErrExists before any byte is sent.
+		if _, err := s.meta.StatObject(ctx, s.bucket, s.full(key), minio.StatObjectOptions{}); err == nil {
+			return exists(s, key)
+		}
 		one, sha := s.signedPayload(popts, buf[:n])
 		_, err := core.PutObject(ctx, s.bucket, s.full(key), bytes.NewReader(buf[:n]), int64(n), "", sha, one)
 		if err != nil {
