@@ -379,10 +379,11 @@ func (s *s3Store) Delete(ctx context.Context, key string) error {
 // failure that outlasts the retries aborts the upload.
 //
 // Just before the single PUT or the completion of a multipart upload Put
-// checks the key again, and the request carries If-None-Match: *. versitygw v1.8.0 honours that
-// header on PUT but not on CompleteMultipartUpload (see
-// TestS3ServerHonoursIfNoneMatch), so there the last check narrows the race
-// between two writers of one key to the time of one request.
+// checks the key again, and the request carries If-None-Match: *.
+// versitygw v1.8.0 honours that header on PUT but not on
+// CompleteMultipartUpload (see TestS3ServerHonoursIfNoneMatch), so there the
+// last check narrows the race between two writers of one key to the time of
+// one request.
 func (s *s3Store) Put(ctx context.Context, key string, r io.Reader, size int64) error {
 	if err := checkNewKey(ctx, s, key); err != nil {
 		return err
