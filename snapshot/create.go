@@ -305,7 +305,7 @@ func scanTree(ctx context.Context, dir string, sel *selector, descendExcluded bo
 }
 
 func hashFile(dir string, f *File, st *fileState, h hashWriter, buf []byte) error {
-	fh, err := os.Open(filepath.Join(dir, filepath.FromSlash(f.Path)))
+	fh, err := openListed(dir, f.Path)
 	if err != nil {
 		return changedOr(err, f.Path)
 	}
@@ -348,8 +348,14 @@ func changed(rel string) error {
 	return errcode.New(errcode.ProfileInUse, "%s changed while the snapshot was being taken", rel).WithHint(hintBusy)
 }
 
+// openListed opens a regular file the walk listed, without following a
+// symlink that has taken its place since.
+func openListed(dir, rel string) (*os.File, error) {
+	return os.OpenFile(filepath.Join(dir, filepath.FromSlash(rel)), os.O_RDONLY|openNoFollow, 0)
+}
+
 func changedOr(err error, rel string) error {
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || isSymlinkLoop(err) {
 		return changed(rel)
 	}
 	return internal(err, "reading %s", rel)
@@ -399,7 +405,7 @@ func writeTar(ctx context.Context, dir string, w io.Writer, m *Manifest, mjson [
 // copyFile archives one regular file, failing if it is not the file the
 // hashing pass saw: not the same size, or touched since.
 func copyFile(dir string, tw *tar.Writer, hdr *tar.Header, f *File, st fileState, buf []byte) error {
-	fh, err := os.Open(filepath.Join(dir, filepath.FromSlash(f.Path)))
+	fh, err := openListed(dir, f.Path)
 	if err != nil {
 		return changedOr(err, f.Path)
 	}

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"io"
 	"os"
@@ -34,6 +35,20 @@ func TestCreateDetectsChangeBetweenPasses(t *testing.T) {
 			return os.Chtimes(p, fi.ModTime(), fi.ModTime())
 		},
 		"removed": os.Remove,
+		"replaced by a symlink to a file of the same size outside": func(p string) error {
+			fi, err := os.Stat(p)
+			if err != nil {
+				return err
+			}
+			outside := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(p)))), "outside")
+			if err := os.WriteFile(outside, bytes.Repeat([]byte("S"), int(fi.Size())), 0o600); err != nil {
+				return err
+			}
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return os.Symlink(outside, p)
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			src := t.TempDir()
@@ -43,6 +58,24 @@ func TestCreateDetectsChangeBetweenPasses(t *testing.T) {
 			_, err := Create(context.Background(), src, io.Discard, CreateOptions{})
 			wantCode(t, err, errcode.ProfileInUse)
 		})
+	}
+}
+
+// TestHashFileRefusesSymlink covers the other window: a file that becomes a
+// symlink after the walk listed it and before the hashing pass opened it.
+// Following it would archive the target's bytes under the profile's name.
+func TestHashFileRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "secret"), []byte("not the profile's"), 0o600))
+	prof := filepath.Join(dir, "profile")
+	must(t, os.Mkdir(prof, 0o700))
+	must(t, os.Symlink(filepath.Join(dir, "secret"), filepath.Join(prof, "Cookies")))
+	f := File{Path: "Cookies", Type: TypeFile}
+	var st fileState
+	err := hashFile(prof, &f, &st, sha256.New(), make([]byte, 4096))
+	wantCode(t, err, errcode.ProfileInUse)
+	if f.SHA256 != "" {
+		t.Errorf("hashed the symlink's target: %s", f.SHA256)
 	}
 }
 
