@@ -372,10 +372,14 @@ func TestAttachToRemoteBrowser(t *testing.T) {
 	cmd := exec.Command(chrome, append(Args(Options{Headless: true}, dir)[:0:0],
 		"--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir="+dir,
 		"--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1", "about:blank")...)
+	// Its own process group, so that the cleanup stops the zygote, GPU and
+	// renderer processes too: a helper still writing into dir made
+	// t.TempDir's removal fail now and then.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	t.Cleanup(func() { stopGroup(t, cmd) })
 	var port string
 	for i := 0; i < 200 && port == ""; i++ {
 		if f, err := os.Open(filepath.Join(dir, "DevToolsActivePort")); err == nil {
@@ -407,5 +411,31 @@ func TestAttachToRemoteBrowser(t *testing.T) {
 	}
 	if _, err := Launch(testCtx(t), Options{CDPURL: "http://127.0.0.1:1"}); errcode.Of(err) != errcode.BrowserLaunchFailed {
 		t.Errorf("attach to nothing: %v", err)
+	}
+}
+
+// stopGroup stops a Chromium started in its own process group: SIGTERM to
+// the group (a clean shutdown), SIGKILL after 10 s, and then it waits until
+// no process of the group is left.
+func stopGroup(t *testing.T, cmd *exec.Cmd) {
+	pgid := cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	exited := make(chan struct{})
+	go func() { _, _ = cmd.Process.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-exited
+	}
+	for i := 0; syscall.Kill(-pgid, 0) == nil; i++ {
+		if i == 100 { // 5 s after the main process ended
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+		if i == 200 {
+			t.Logf("processes of group %d still listed 10 s after Chromium exited (zombies nobody reaps?)", pgid)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
