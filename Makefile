@@ -1,7 +1,7 @@
 # director: build, test, benchmark, demo. `make help` lists the targets.
 GO        ?= go
 BIN       ?= bin/director
-RACE_PKGS ?= ./catalog/... ./storage/... ./profiles/... ./session/... ./snapshot/... ./launcher/... ./workflows/... ./encrypt/... ./internal/progress/...
+RACE_PKGS ?= ./...
 export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
 .PHONY: help build test test-race lint bench demo deps clean fuzz

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"director/internal/testenv"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -97,9 +99,8 @@ func normaliseMode(s string) string {
 
 // Plain tar with zstd reads our archives.
 func TestPlainTarReadsArchive(t *testing.T) {
-	if _, err := exec.LookPath("zstd"); err != nil {
-		t.Skip("zstd not installed")
-	}
+	_, err := exec.LookPath("zstd")
+	testenv.Require(t, "the zstd binary (tar --zstd runs it)", err)
 	src := t.TempDir()
 	writeTree(t, src, profileTree())
 	m, arc := createArchive(t, src, CreateOptions{})

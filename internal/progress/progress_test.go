@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"director/internal/testenv"
 )
 
 func payload(n int) []byte {
@@ -141,9 +143,7 @@ func TestEnabled(t *testing.T) {
 
 	// A real terminal: the master side of a pseudo-terminal.
 	tty, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminal here: %v", err)
-	}
+	testenv.Require(t, "a pseudo-terminal (/dev/ptmx)", err)
 	defer tty.Close()
 	t.Setenv("TERM", "xterm")
 	if !Enabled(tty, false, false) {
