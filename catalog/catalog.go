@@ -78,7 +78,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	sdb.SetMaxOpenConns(4)
 	sdb.SetConnMaxIdleTime(time.Minute)
 	db := &DB{sql: sdb, path: abs}
-	if err := sdb.PingContext(ctx); err != nil {
+	if err := ping(ctx, sdb); err != nil {
 		sdb.Close()
 		return nil, notACatalog(err, abs)
 	}
@@ -87,6 +87,31 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// ping opens the first connection. A connection's setup switches a new
+// file to WAL, which needs an exclusive lock, and SQLite may answer
+// SQLITE_BUSY there without calling the busy handler (another process is
+// doing the same switch), so a busy answer is retried here up to
+// busyTimeout.
+func ping(ctx context.Context, sdb *sql.DB) error {
+	deadline := time.Now().Add(busyTimeout)
+	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
+		err := sdb.PingContext(ctx)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+	}
+}
+
+func isBusy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }
 
 func notACatalog(err error, path string) error {
@@ -282,8 +307,7 @@ func queryErr(err error, what string) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return errcode.Hinted(err, errcode.Timeout, "retry; the command was cancelled or ran out of time", "catalog: %s", what)
 	}
-	var se sqlite3.Error
-	if errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
+	if isBusy(err) {
 		return errcode.Hinted(err, errcode.Timeout, "another director process holds the catalog; retry when it finishes", "catalog: %s", what)
 	}
 	return errcode.Hinted(err, errcode.Internal, "if the catalog is damaged, move it away and run: director catalog rebuild", "catalog: %s", what)
