@@ -19,14 +19,22 @@ import (
 // run builds the app and runs it; it returns the process exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
-	err := app.RunContext(ctx, interspersed(app, args))
+	argv, path, err := interspersed(app, args)
+	if err == nil {
+		err = app.RunContext(ctx, argv)
+	}
 	if err == nil {
 		return errcode.ExitOK
 	}
 	var exitErr cli.ExitCoder
 	if errors.As(err, &exitErr) && errcode.Of(err) == errcode.Internal {
-		// urfave/cli's own usage errors ("No help topic for 'x'").
-		err = errcode.New(errcode.InvalidInput, "%s", strings.TrimSpace(err.Error())).WithHint("run `director --help` for the commands")
+		// urfave/cli's own usage errors: the only one left is "No help
+		// topic for 'x'", an unknown command under path.
+		msg := strings.TrimSpace(err.Error())
+		if name, ok := strings.CutPrefix(msg, "No help topic for '"); ok {
+			msg = fmt.Sprintf("unknown command %q for %s", strings.TrimSuffix(name, "'"), path)
+		}
+		err = errcode.New(errcode.InvalidInput, "%s", msg).WithHint("run `%s --help` for the commands", path)
 	}
 	// A command that already printed its own result (director run prints
 	// one JSON object with the failing step) only sets the exit status.
@@ -35,7 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return errcode.ExitStatus(err)
 	}
 	if isUsageError(err) {
-		err = errcode.Wrap(err, errcode.InvalidInput, "invalid arguments")
+		err = errcode.Hinted(err, errcode.InvalidInput, fmt.Sprintf("run `%s --help`", path), "invalid arguments")
 	}
 	reportError(stdout, stderr, jsonRequested(args), err)
 	return errcode.ExitStatus(err)
@@ -79,9 +87,55 @@ type errorJSON struct {
 	} `json:"error"`
 }
 
+// defaultHints say what to do next for an error that carries no hint of
+// its own, so that no error reaches the user without one.
+var defaultHints = map[errcode.Code]string{
+	errcode.DomainBlocked:       "the workflow reached a domain on its blocklist; change the step or the blocklist",
+	errcode.SessionNotFound:     "the session has ended; start a new one",
+	errcode.TabNotFound:         "use a tab the session opened (t1, t2, ...)",
+	errcode.ElementNotFound:     "check the selector against the page, or wait for it first",
+	errcode.ElementStale:        "the page changed under the step; retry it or wait for the page to settle",
+	errcode.Timeout:             "retry, or give the step more time",
+	errcode.BrowserLaunchFailed: "check --chrome / CHROME_PATH; --log-level debug shows the command line",
+	errcode.InvalidAction:       "fix the workflow step named in the message",
+	errcode.InvalidInput:        "run `director --help`",
+	errcode.HumanRequired:       "log in again by hand: director profile open NAME --snapshot",
+	errcode.ProfileInUse:        "wait for the other director command or Chrome on this profile to finish, then retry",
+	errcode.ProfileNotFound:     "list profiles with `director profile list`, or create one with `director profile create NAME`",
+	errcode.SnapshotNotFound:    "list snapshots with `director profile snapshots NAME`",
+	errcode.SnapshotCorrupt:     "restore another snapshot (see `director profile snapshots NAME`)",
+	errcode.UnsafeArchive:       "the archive is not a safe director snapshot; restore another one",
+	errcode.DecryptFailed:       "give the age identity that matches the snapshot's recipients: --age-identity / DIRECTOR_AGE_IDENTITY",
+	errcode.StorageUnavailable:  "check the store with `director store check`",
+	errcode.Internal:            "rerun with --log-level debug; if it persists, report it with that output",
+}
+
+// hintFor is err's own hint, or its code's default one.
+func hintFor(err error) string {
+	if h := errcode.HintOf(err); strings.TrimSpace(h) != "" {
+		return h
+	}
+	if h, ok := defaultHints[errcode.Of(err)]; ok {
+		return h
+	}
+	return defaultHints[errcode.Internal]
+}
+
+// oneLine joins a multi-line text into one line.
+func oneLine(s string) string {
+	lines := strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' })
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return strings.Join(lines, "; ")
+}
+
+// reportError prints err: one JSON object {"status":"error","error":{code,
+// message, hint}} on stdout under --json, else one line on stderr:
+// "director: MESSAGE [CODE]; hint: HINT".
 func reportError(stdout, stderr io.Writer, asJSON bool, err error) {
 	code := errcode.Of(err)
-	hint := errcode.HintOf(err)
+	hint := hintFor(err)
 	if asJSON {
 		var out errorJSON
 		out.Status = "error"
@@ -91,11 +145,7 @@ func reportError(stdout, stderr io.Writer, asJSON bool, err error) {
 		writeJSON(stdout, out)
 		return
 	}
-	line := fmt.Sprintf("director: %s [%s]", err.Error(), code)
-	if hint != "" {
-		line += "\n  hint: " + hint
-	}
-	fmt.Fprintln(stderr, line)
+	fmt.Fprintf(stderr, "director: %s [%s]; hint: %s\n", oneLine(err.Error()), code, oneLine(hint))
 }
 
 func writeJSON(w io.Writer, v any) {
@@ -195,25 +245,19 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Commands: commands(),
 	}
 	app.OnUsageError = quietUsageError
-	setUsageErrorHandler(app.Commands)
+	prepareCommands(app.Commands)
 	return app
 }
 
 // quietUsageError returns a flag error instead of printing the help page, so
-// that --json output stays one JSON object and text output one line + hint.
+// that --json output stays one JSON object and text output one line.
 func quietUsageError(c *cli.Context, err error, _ bool) error {
-	hint := "run `director --help`"
+	name := "director"
 	if c != nil && c.Command != nil && c.Command.HelpName != "" {
-		hint = "run `" + c.Command.HelpName + " --help`"
+		name = c.Command.HelpName
 	}
-	return errcode.Hinted(err, errcode.InvalidInput, hint, "invalid arguments")
-}
-
-func setUsageErrorHandler(cmds []*cli.Command) {
-	for _, c := range cmds {
-		c.OnUsageError = quietUsageError
-		setUsageErrorHandler(c.Subcommands)
-	}
+	return errcode.New(errcode.InvalidInput, "%s", usageMessage(err)).
+		WithHint("run `%s --help` for its flags", name)
 }
 
 // commands lists the top-level commands; each lives in its own file.

@@ -1,9 +1,15 @@
 package main
 
 import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"director/errcode"
 )
 
 // interspersed lets flags follow positional arguments, as in
@@ -11,9 +17,18 @@ import (
 // parsing flags at the first positional argument, so this moves every flag
 // the selected command knows (with its value, for non-boolean flags) in
 // front of the positional ones. Everything after "--" is left alone.
-func interspersed(app *cli.App, args []string) []string {
+//
+// It also returns the command path it found ("director profile snapshot"),
+// for hints, and settles two things urfave/cli gets wrong once flags are
+// moved: a flag that needs a value but ends the line without one is a usage
+// error here (it would otherwise take the "--" put before the positional
+// arguments as its value), and --help or -h anywhere on the line shows the
+// help of the command named (urfave/cli would take the first positional
+// argument for a help topic).
+func interspersed(app *cli.App, args []string) ([]string, string, error) {
+	path := app.Name
 	if len(args) < 2 {
-		return args
+		return args, path, nil
 	}
 	out := []string{args[0]}
 	rest := args[1:]
@@ -21,15 +36,31 @@ func interspersed(app *cli.App, args []string) []string {
 	flags := app.Flags
 	cmds := app.Commands
 	var cmd *cli.Command
+	var global []string // global flags given after a command name
+	firstCmd := -1      // index in out of the first command name
 	i := 0
 	for i < len(rest) {
 		a := rest[i]
 		if a == "--" {
 			break
 		}
-		if strings.HasPrefix(a, "-") {
-			n := flagArity(flags, a)
-			out = append(out, rest[i:min(i+n, len(rest))]...)
+		if strings.HasPrefix(a, "-") && a != "-" {
+			// A global flag after a command name, as in "director
+			// profile --json list", moves up with the other late ones.
+			late := cmd != nil && !knownFlag(flags, a) && knownFlag(app.Flags, a)
+			fl := flags
+			if late {
+				fl = app.Flags
+			}
+			n := flagArity(fl, a)
+			if i+n > len(rest) {
+				return nil, path, missingValue(fl, a, path)
+			}
+			if late {
+				global = append(global, rest[i:i+n]...)
+			} else {
+				out = append(out, rest[i:i+n]...)
+			}
 			i += n
 			continue
 		}
@@ -38,6 +69,10 @@ func interspersed(app *cli.App, args []string) []string {
 			break
 		}
 		cmd = next
+		path += " " + next.Name
+		if firstCmd < 0 {
+			firstCmd = len(out)
+		}
 		out = append(out, a)
 		flags, cmds = cmd.Flags, cmd.Subcommands
 		i++
@@ -45,43 +80,104 @@ func interspersed(app *cli.App, args []string) []string {
 			break
 		}
 	}
-	if cmd == nil || i >= len(rest) {
-		return append(out, rest[i:]...)
+	// Global flags given late go right before the first command name, after
+	// the early ones, so that a repeated global flag keeps its last value.
+	withGlobals := func() []string {
+		if firstCmd < 0 {
+			return out
+		}
+		res := append([]string{}, out[:firstCmd]...)
+		res = append(res, global...)
+		return append(res, out[firstCmd:]...)
 	}
-	var global, moved, positional []string
+	if cmd == nil || i >= len(rest) {
+		return append(withGlobals(), rest[i:]...), path, nil
+	}
+	var moved, positional []string
+	help := false
 	for i < len(rest) {
 		a := rest[i]
 		if a == "--" {
 			positional = append(positional, rest[i:]...)
 			break
 		}
-		if strings.HasPrefix(a, "-") && a != "-" && knownFlag(flags, a) {
+		isFlag := strings.HasPrefix(a, "-") && a != "-"
+		switch {
+		case isFlag && knownFlag(flags, a):
 			n := flagArity(flags, a)
-			moved = append(moved, rest[i:min(i+n, len(rest))]...)
+			if i+n > len(rest) {
+				return nil, path, missingValue(flags, a, path)
+			}
+			moved = append(moved, rest[i:i+n]...)
 			i += n
-			continue
-		}
-		if strings.HasPrefix(a, "-") && a != "-" && knownFlag(app.Flags, a) {
+		case isFlag && knownFlag(app.Flags, a):
 			// A global flag given late: urfave/cli wants it before the command.
 			n := flagArity(app.Flags, a)
-			global = append(global, rest[i:min(i+n, len(rest))]...)
+			if i+n > len(rest) {
+				return nil, path, missingValue(app.Flags, a, path)
+			}
+			global = append(global, rest[i:i+n]...)
 			i += n
-			continue
-		}
-		if strings.HasPrefix(a, "-") && a != "-" {
+		case isFlag && isHelpFlag(a):
+			help = true
+			i++
+		case isFlag:
 			// Unknown: leave it among the flags so urfave/cli reports it.
 			moved = append(moved, a)
 			i++
-			continue
+		default:
+			positional = append(positional, a)
+			i++
 		}
-		positional = append(positional, a)
-		i++
 	}
-	out = append(append([]string{out[0]}, global...), append(out[1:], moved...)...)
+	res := withGlobals()
+	if help {
+		// The command's own help, whatever else the line holds.
+		return append(res, "--help"), path, nil
+	}
+	res = append(res, moved...)
 	if len(positional) > 0 && positional[0] != "--" {
-		out = append(out, "--")
+		res = append(res, "--")
 	}
-	return append(out, positional...)
+	return append(res, positional...), path, nil
+}
+
+// isHelpFlag reports whether arg asks for help: -h, --help, --help=true.
+func isHelpFlag(arg string) bool {
+	name := strings.TrimLeft(arg, "-")
+	name, val, hasVal := strings.Cut(name, "=")
+	if name != "h" && name != "help" {
+		return false
+	}
+	if !hasVal {
+		return true
+	}
+	b, err := strconv.ParseBool(val)
+	return err == nil && b
+}
+
+// missingValue is the usage error of a flag that ends the line without the
+// value it needs.
+func missingValue(flags []cli.Flag, arg, path string) error {
+	shown := "--" + flagName(arg)
+	if len(flagName(arg)) == 1 {
+		shown = "-" + flagName(arg)
+	}
+	return errcode.New(errcode.InvalidInput, "flag %s needs a value", shown).
+		WithHint("put the value right after the flag: %s %s (see `%s --help`)", shown, placeholder(lookupFlag(flags, arg)), path)
+}
+
+// placeholder is the word the help shows for a flag's value: the `QUOTED`
+// word of its usage text, or VALUE.
+func placeholder(f cli.Flag) string {
+	if d, ok := f.(cli.DocGenerationFlag); ok {
+		if _, after, ok := strings.Cut(d.GetUsage(), "`"); ok {
+			if name, _, ok := strings.Cut(after, "`"); ok && name != "" {
+				return name
+			}
+		}
+	}
+	return "VALUE"
 }
 
 func findCommand(cmds []*cli.Command, name string) *cli.Command {
@@ -129,4 +225,158 @@ func flagArity(flags []cli.Flag, arg string) int {
 		return 1
 	}
 	return 2
+}
+
+// argsRange reads how many positional arguments a command takes from its
+// ArgsUsage, the usage line its help shows: a bare word is a required
+// argument, a [bracketed] one optional, "..." or "…" means any number more.
+// max is -1 when unbounded. "NAME [ID|latest]" is 1, 2; "" is 0, 0.
+func argsRange(usage string) (min, max int) {
+	depth := 0
+	unbounded := false
+	for _, f := range strings.Fields(usage) {
+		if strings.Contains(f, "...") || strings.Contains(f, "…") {
+			unbounded = true
+		}
+		if depth == 0 {
+			switch {
+			case strings.HasPrefix(f, "["):
+				max++
+			case f != "|" && strings.Trim(f, ".…") != "":
+				min++
+				max++
+			}
+		}
+		depth += strings.Count(f, "[") - strings.Count(f, "]")
+	}
+	if unbounded {
+		return min, -1
+	}
+	return min, max
+}
+
+// usageLine is a command's usage as its help shows it.
+func usageLine(cmd *cli.Command) string {
+	return strings.TrimSpace(cmd.HelpName + " [command options] " + cmd.ArgsUsage)
+}
+
+// checkArgs is the Before of every leaf command: the number of positional
+// arguments must fit ArgsUsage, and required flags must be set. urfave/cli
+// checks required flags itself, but prints the whole help page on stdout
+// before its error (breaking --json's one object), so prepareCommands takes
+// that check over.
+func checkArgs(required []cli.Flag) cli.BeforeFunc {
+	return func(c *cli.Context) error {
+		cmd := c.Command
+		// "profile prune", for messages that follow "director: ".
+		name := strings.TrimPrefix(cmd.HelpName, c.App.Name+" ")
+		min, max := argsRange(cmd.ArgsUsage)
+		n := c.NArg()
+		hint := "usage: " + usageLine(cmd)
+		switch {
+		case max >= 0 && n > max:
+			extra := quoteArgs(c.Args().Slice()[max:])
+			if max == 0 {
+				return errcode.New(errcode.InvalidInput, "%s takes no arguments, got %s", name, extra).WithHint("%s", hint)
+			}
+			return errcode.New(errcode.InvalidInput, "%s takes at most %d %s (%s), got %d: extra %s",
+				name, max, plural(max, "argument"), cmd.ArgsUsage, n, extra).WithHint("%s", hint)
+		case n < min:
+			return errcode.New(errcode.InvalidInput, "%s needs %s, got %d %s", name, cmd.ArgsUsage, n, plural(n, "argument")).
+				WithHint("%s", hint)
+		}
+		for _, f := range required {
+			if !c.IsSet(f.Names()[0]) {
+				flag := "--" + f.Names()[0] + " " + placeholder(f)
+				return errcode.New(errcode.InvalidInput, "%s needs %s", name, flag).
+					WithHint("add %s (%s)", flag, hint)
+			}
+		}
+		return nil
+	}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+func quoteArgs(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = strconv.Quote(a)
+	}
+	return strings.Join(q, " ")
+}
+
+// takeOverRequired clears Required on f and reports whether it was set, so
+// that checkArgs checks it instead of urfave/cli. Every urfave/cli v2 flag
+// type keeps Required in a bool field of that name.
+func takeOverRequired(f cli.Flag) bool {
+	rf, ok := f.(cli.RequiredFlag)
+	if !ok || !rf.IsRequired() {
+		return false
+	}
+	v := reflect.ValueOf(f)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	field := v.Elem().FieldByName("Required")
+	if !field.IsValid() || field.Kind() != reflect.Bool || !field.CanSet() {
+		return false
+	}
+	field.SetBool(false)
+	return true
+}
+
+// prepareCommands sets, on every command below cmds, the usage-error
+// handler, and on every leaf command the argument check (chained before any
+// Before the command has) and no `help` subcommand: a leaf's positional
+// arguments are data ("director profile create h" creates profile h), and
+// --help / -h anywhere still shows its help.
+func prepareCommands(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.OnUsageError = quietUsageError
+		if len(c.Subcommands) > 0 {
+			prepareCommands(c.Subcommands)
+			continue
+		}
+		c.HideHelpCommand = true
+		var required []cli.Flag
+		for _, f := range c.Flags {
+			if takeOverRequired(f) {
+				required = append(required, f)
+			}
+		}
+		check := checkArgs(required)
+		if before := c.Before; before != nil {
+			c.Before = func(ctx *cli.Context) error {
+				if err := check(ctx); err != nil {
+					return err
+				}
+				return before(ctx)
+			}
+		} else {
+			c.Before = check
+		}
+	}
+}
+
+// urfaveFlagRE finds urfave/cli's single-dash spelling of a long flag in its
+// parse errors ("flag provided but not defined: -note").
+var urfaveFlagRE = regexp.MustCompile(`(^|\s)-([A-Za-z0-9][A-Za-z0-9_-]+)`)
+
+// usageMessage rewords urfave/cli's flag errors with the spelling the help
+// shows (--note, not -note).
+func usageMessage(err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		return "unknown flag " + urfaveFlagRE.ReplaceAllString(" "+name, "$1--$2")[1:]
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
+		return fmt.Sprintf("flag %s needs a value", urfaveFlagRE.ReplaceAllString(" "+name, "$1--$2")[1:])
+	}
+	return urfaveFlagRE.ReplaceAllString(msg, "$1--$2")
 }

@@ -253,7 +253,8 @@ func profileCommands() []*cli.Command {
 				}
 				name, ref := c.Args().Get(0), c.Args().Get(1)
 				if ref != "" && c.String("archive") != "" {
-					return errcode.New(errcode.InvalidInput, "give either a snapshot ID or --archive, not both")
+					return errcode.New(errcode.InvalidInput, "give either a snapshot ID or --archive, not both").
+						WithHint("drop %q to restore the --archive file, or drop --archive to restore %s from the store", ref, ref)
 				}
 				res, err := m.Restore(c.Context, name, ref, profiles.RestoreOptions{Archive: c.String("archive"), Force: c.Bool("force")})
 				if err != nil {
@@ -296,7 +297,7 @@ func profileCommands() []*cli.Command {
 			Name: "verify", Usage: "read a snapshot back from the store and check it against its manifest", ArgsUsage: "NAME [ID|latest]",
 			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				if c.NArg() < 1 || c.NArg() > 2 {
-					return errcode.New(errcode.InvalidInput, "profile verify expects NAME [ID|latest]")
+					return errcode.New(errcode.InvalidInput, "profile verify expects NAME [ID|latest]").WithHint("usage: director profile verify NAME [ID|latest]")
 				}
 				res, err := m.Verify(c.Context, c.Args().Get(0), c.Args().Get(1))
 				if err != nil {

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+
+	"director/errcode"
+)
+
+// textErrorRE is the one line a failing command prints on stderr.
+var textErrorRE = regexp.MustCompile(`^director: (.+) \[([a-z_]+)\]; hint: (.+)\n$`)
+
+// withProfile returns a home holding profile "work" with one file in it.
+func withProfile(t *testing.T) string {
+	t.Helper()
+	home := cliEnv(t)
+	if code, _, errOut := runDirector(t, "--home", home, "profile", "create", "work"); code != 0 {
+		t.Fatalf("create: %d %s", code, errOut)
+	}
+	prefs := filepath.Join(home, "browser-profiles", "work", "Default", "Preferences")
+	if err := os.MkdirAll(filepath.Dir(prefs), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prefs, []byte(`{"v":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
+// wantUsageError runs args under --json and in text mode and checks both
+// report one invalid_input error, exit 2, whose message and hint hold the
+// given strings.
+func wantUsageError(t *testing.T, home string, args []string, msgHas, hintHas string) {
+	t.Helper()
+	code, out, errOut := runDirector(t, append([]string{"--home", home, "--json"}, args...)...)
+	if code != 2 {
+		t.Errorf("--json: exit %d, want 2\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	m := decodeJSON(t, out)
+	e, _ := m["error"].(map[string]any)
+	msg, _ := e["message"].(string)
+	hint, _ := e["hint"].(string)
+	if m["status"] != "error" || e["code"] != "invalid_input" || !strings.Contains(msg, msgHas) || hint == "" || !strings.Contains(hint, hintHas) {
+		t.Errorf("--json: got %s, want invalid_input, message with %q, hint with %q", out, msgHas, hintHas)
+	}
+	code, out, errOut = runDirector(t, append([]string{"--home", home}, args...)...)
+	if code != 2 || out != "" {
+		t.Errorf("text: exit %d, stdout %q, want 2 and nothing on stdout", code, out)
+	}
+	sm := textErrorRE.FindStringSubmatch(errOut)
+	if sm == nil || sm[2] != "invalid_input" || !strings.Contains(sm[1], msgHas) || !strings.Contains(sm[3], hintHas) {
+		t.Errorf("text: stderr %q, want one line with %q, [invalid_input] and a hint with %q", errOut, msgHas, hintHas)
+	}
+}
+
+// A flag that needs a value, given last without one, is a usage error naming
+// the flag; it never takes the "--" that separates the positional arguments.
+func TestFlagWithoutValue(t *testing.T) {
+	home := withProfile(t)
+	tests := []struct {
+		args     []string
+		flag     string
+		hintHas  string
+		noSnapIn bool
+	}{
+		{[]string{"profile", "snapshot", "work", "--note"}, "--note", "--note VALUE", true},
+		{[]string{"profile", "snapshot", "work", "--exclude"}, "--exclude", "--exclude GLOB", true},
+		{[]string{"profile", "snapshot", "work", "--note", "x", "--include"}, "--include", "--include GLOB", true},
+		{[]string{"profile", "snapshot", "--note"}, "--note", "--note VALUE", true},
+		{[]string{"profile", "restore", "work", "--archive"}, "--archive", "--archive FILE", false},
+		{[]string{"profile", "prune", "work", "--keep-last"}, "--keep-last", "--keep-last N", false},
+		{[]string{"profile", "list", "--store"}, "--store", "--store VALUE", false},
+		{[]string{"key", "generate", "--out"}, "--out", "--out FILE", false},
+		{[]string{"audit", "--limit"}, "--limit", "--limit N", false},
+		{[]string{"profile", "list", "--home"}, "--home", "--home DIR", false},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			wantUsageError(t, home, tt.args, "flag "+tt.flag+" needs a value", tt.hintHas)
+		})
+	}
+	code, out, _ := runDirector(t, "--home", home, "--json", "profile", "snapshots", "work")
+	if snaps, _ := decodeJSON(t, out)["snapshots"].([]any); code != 0 || len(snaps) != 0 {
+		t.Errorf("a snapshot was taken: %s", out)
+	}
+	// A global flag without its value, before any command.
+	code, _, errOut := runDirector(t, "--home")
+	if code != 2 || !textErrorRE.MatchString(errOut) || !strings.Contains(errOut, "flag --home needs a value") {
+		t.Errorf("director --home: exit %d, %q", code, errOut)
+	}
+}
+
+// --help or -h anywhere on the line shows that command's help and exits 0.
+func TestHelpAnywhere(t *testing.T) {
+	home := cliEnv(t)
+	tests := []struct {
+		args  []string
+		usage string
+	}{
+		{[]string{"profile", "delete", "work", "--help"}, "director profile delete [command options] NAME"},
+		{[]string{"profile", "delete", "--help", "work"}, "director profile delete [command options] NAME"},
+		{[]string{"profile", "snapshot", "work", "-h"}, "director profile snapshot [command options] NAME"},
+		{[]string{"profile", "snapshot", "work", "--note", "x", "--help"}, "director profile snapshot [command options] NAME"},
+		{[]string{"profile", "restore", "work", "latest", "--archive", "x", "--help"}, "director profile restore [command options] NAME [ID|latest]"},
+		{[]string{"profile", "prune", "work", "--help"}, "director profile prune [command options] NAME"},
+		{[]string{"--json", "profile", "list", "extra", "-h"}, "director profile list [command options]"},
+		{[]string{"run", "wf.yaml", "--help"}, "director run [command options] FILE"},
+		{[]string{"key", "recipient", "a", "b", "--help"}, "director key recipient [command options] [FILE]"},
+		{[]string{"profile", "--help"}, "director profile [command options]"},
+		{[]string{"profile", "bogus", "--help"}, "director profile [command options]"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := runDirector(t, append([]string{"--home", home}, tt.args...)...)
+			if code != 0 || errOut != "" || !strings.Contains(out, tt.usage) {
+				t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant exit 0 and the help with %q", code, errOut, out, tt.usage)
+			}
+		})
+	}
+	// A value that looks like a help flag is a value.
+	h := withProfile(t)
+	code, out, errOut := runDirector(t, "--home", h, "--json", "profile", "snapshot", "work", "--note", "-h")
+	if code != 0 {
+		t.Fatalf("--note -h: exit %d %s %s", code, out, errOut)
+	}
+	// "h" and "help" are profile names, not help topics, for a command
+	// that takes a NAME.
+	if code, _, errOut := runDirector(t, "--home", h, "profile", "create", "h"); code != 0 {
+		t.Errorf("profile create h: exit %d %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(h, "browser-profiles", "h")); err != nil {
+		t.Errorf("profile create h did not create it: %v", err)
+	}
+}
+
+// Every command with a fixed number of arguments rejects extra ones.
+func TestExtraArguments(t *testing.T) {
+	home := withProfile(t)
+	tests := []struct {
+		args  []string
+		usage string
+	}{
+		{[]string{"profile", "snapshots", "a", "b"}, "usage: director profile snapshots [command options] [NAME]"},
+		{[]string{"profile", "list", "extra"}, "usage: director profile list [command options]"},
+		{[]string{"catalog", "rebuild", "extra"}, "usage: director catalog rebuild [command options]"},
+		{[]string{"profile", "create", "a", "b"}, "usage: director profile create [command options] NAME"},
+		{[]string{"profile", "path", "work", "b"}, "usage: director profile path [command options] NAME"},
+		{[]string{"profile", "delete", "work", "b"}, "usage: director profile delete [command options] NAME"},
+		{[]string{"profile", "snapshot", "work", "b", "--note", "x"}, "usage: director profile snapshot [command options] NAME"},
+		{[]string{"profile", "restore", "work", "latest", "c"}, "usage: director profile restore [command options] NAME [ID|latest]"},
+		{[]string{"profile", "verify", "a", "b", "c"}, "usage: director profile verify [command options] NAME [ID|latest]"},
+		{[]string{"profile", "prune", "work", "b", "--keep-last", "1"}, "usage: director profile prune [command options] NAME"},
+		{[]string{"profile", "open", "work", "b", "--headless"}, "usage: director profile open [command options] NAME"},
+		{[]string{"run", "a.yaml", "b.yaml"}, "usage: director run [command options] FILE"},
+		{[]string{"audit", "x"}, "usage: director audit [command options]"},
+		{[]string{"key", "generate", "x"}, "usage: director key generate [command options]"},
+		{[]string{"key", "recipient", "a", "b"}, "usage: director key recipient [command options] [FILE]"},
+		{[]string{"store", "check", "x"}, "usage: director store check [command options]"},
+		{[]string{"profile", "list", "--", "extra"}, "usage: director profile list [command options]"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			wantUsageError(t, home, tt.args, "argument", tt.usage)
+		})
+	}
+	// Nothing was snapshotted, deleted or pruned on the way.
+	if _, err := os.Stat(filepath.Join(home, "browser-profiles", "work", "Default", "Preferences")); err != nil {
+		t.Errorf("profile touched: %v", err)
+	}
+}
+
+// Every leaf command states its arguments in ArgsUsage, which is what the
+// arity check enforces; a shape argsRange cannot read fails here.
+func TestArgsRange(t *testing.T) {
+	tests := []struct {
+		usage    string
+		min, max int
+	}{
+		{"", 0, 0},
+		{"NAME", 1, 1},
+		{"[NAME]", 0, 1},
+		{"NAME [ID|latest]", 1, 2},
+		{"NAME [ID | latest]", 1, 2},
+		{"FILE...", 1, -1},
+		{"[FILE]…", 0, -1},
+		{"SRC DST", 2, 2},
+	}
+	for _, tt := range tests {
+		if lo, hi := argsRange(tt.usage); lo != tt.min || hi != tt.max {
+			t.Errorf("argsRange(%q) = %d, %d, want %d, %d", tt.usage, lo, hi, tt.min, tt.max)
+		}
+	}
+	var walk func(prefix string, cmds []*cli.Command)
+	walk = func(prefix string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			if len(c.Subcommands) > 0 {
+				walk(prefix+" "+c.Name, c.Subcommands)
+				continue
+			}
+			if c.Before == nil {
+				t.Errorf("%s %s: no argument check", prefix, c.Name)
+			}
+			if strings.ContainsAny(c.ArgsUsage, "{}<>") {
+				t.Errorf("%s %s: ArgsUsage %q uses a shape argsRange does not read", prefix, c.Name, c.ArgsUsage)
+			}
+		}
+	}
+	walk("director", newApp(nil, nil).Commands)
+}
+
+// Every error path reachable without Chrome or a network carries a stable
+// code and a hint, as one JSON object under --json and as one line on stderr
+// otherwise.
+func TestEveryErrorHasCodeAndHint(t *testing.T) {
+	home := withProfile(t)
+	dir := t.TempDir()
+	badWF := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(badWF, []byte("name: x\nprofile: p\nsteps:\n  - clik: '#a'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pub := filepath.Join(dir, "pub.txt")
+	if err := os.WriteFile(pub, []byte("age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runDirector(t, "--home", home, "profile", "snapshot", "work"); code != 0 {
+		t.Fatalf("snapshot: %d %s", code, errOut)
+	}
+	tests := []struct {
+		name string
+		args []string
+		exit int
+		code string
+	}{
+		{"bad profile name", []string{"profile", "create", "Bad"}, 2, "invalid_input"},
+		{"existing profile", []string{"profile", "create", "work"}, 2, "invalid_input"},
+		{"missing NAME", []string{"profile", "snapshot"}, 2, "invalid_input"},
+		{"extra argument", []string{"profile", "list", "extra"}, 2, "invalid_input"},
+		{"flag without value", []string{"profile", "snapshot", "work", "--note"}, 2, "invalid_input"},
+		{"unknown flag", []string{"profile", "list", "--nope"}, 2, "invalid_input"},
+		{"bad flag value", []string{"profile", "prune", "work", "--keep-last", "many"}, 2, "invalid_input"},
+		{"unknown command", []string{"bogus"}, 2, "invalid_input"},
+		{"unknown subcommand", []string{"profile", "bogus"}, 2, "invalid_input"},
+		{"bad log level", []string{"--log-level", "loud", "profile", "list"}, 2, "invalid_input"},
+		{"missing profile", []string{"profile", "snapshot", "ghost"}, 1, "profile_not_found"},
+		{"delete missing profile", []string{"profile", "delete", "ghost"}, 1, "profile_not_found"},
+		{"no snapshot", []string{"profile", "restore", "ghost"}, 1, "snapshot_not_found"},
+		{"unknown snapshot id", []string{"profile", "verify", "work", "work-20000101T000000Z-aaaa"}, 1, "snapshot_not_found"},
+		{"ID and --archive", []string{"profile", "restore", "work", "latest", "--archive", "x.tar.zst"}, 2, "invalid_input"},
+		{"missing --archive file", []string{"profile", "restore", "work", "--archive", filepath.Join(dir, "none.tar.zst")}, 1, "snapshot_not_found"},
+		{"not an archive", []string{"profile", "restore", "work", "--archive", badWF}, 1, "snapshot_corrupt"},
+		{"verify too many", []string{"profile", "verify", "a", "b", "c"}, 2, "invalid_input"},
+		{"prune without --keep-last", []string{"profile", "prune", "work"}, 2, "invalid_input"},
+		{"prune without --keep-last or NAME", []string{"profile", "prune"}, 2, "invalid_input"},
+		{"prune --keep-last 0", []string{"profile", "prune", "work", "--keep-last", "0"}, 2, "invalid_input"},
+		{"bad exclude glob", []string{"profile", "snapshot", "work", "--exclude", "["}, 2, "invalid_input"},
+		{"bad store URL", []string{"--store", "ftp://x", "profile", "list"}, 2, "invalid_input"},
+		{"no workflow file", []string{"run"}, 2, "invalid_input"},
+		{"missing workflow", []string{"run", filepath.Join(dir, "none.yaml")}, 2, "invalid_input"},
+		{"invalid workflow", []string{"run", badWF}, 2, "invalid_action"},
+		{"headless and headed", []string{"run", badWF, "--headless", "--headed"}, 2, "invalid_input"},
+		{"bad --var", []string{"run", badWF, "--var", "novalue"}, 2, "invalid_input"},
+		{"audit --limit -1", []string{"audit", "--limit", "-1"}, 2, "invalid_input"},
+		{"key recipient without identity", []string{"key", "recipient"}, 1, "decrypt_failed"},
+		{"key recipient of public keys", []string{"key", "recipient", pub}, 1, "decrypt_failed"},
+		{"bad age recipient", []string{"--age-recipients", "age1nope", "profile", "snapshot", "work"}, 2, "invalid_input"},
+		{"store check extra", []string{"store", "check", "x"}, 2, "invalid_input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runDirector(t, append([]string{"--home", home, "--json"}, tt.args...)...)
+			m := decodeJSON(t, out) // the whole of stdout is one object
+			e, _ := m["error"].(map[string]any)
+			hint, _ := e["hint"].(string)
+			if code != tt.exit || m["status"] != "error" || e["code"] != tt.code || strings.TrimSpace(hint) == "" {
+				t.Errorf("--json: exit %d, %s\nwant exit %d, code %s and a hint (stderr %q)", code, out, tt.exit, tt.code, errOut)
+			}
+			// The error's own hint, not the code's fallback.
+			if hint == defaultHints[errcode.Code(tt.code)] {
+				t.Errorf("--json: %s\nhas only the default hint of %s", out, tt.code)
+			}
+			code, out, errOut = runDirector(t, append([]string{"--home", home}, tt.args...)...)
+			sm := textErrorRE.FindStringSubmatch(errOut)
+			if code != tt.exit || out != "" || sm == nil || sm[2] != tt.code {
+				t.Errorf("text: exit %d, stdout %q, stderr %q\nwant exit %d and one line `director: MESSAGE [%s]; hint: HINT`", code, out, errOut, tt.exit, tt.code)
+			}
+		})
+	}
+}
+
+// Global flags may follow the command; given twice, the last one wins, as
+// everywhere else on a command line.
+func TestGlobalFlagsAnywhere(t *testing.T) {
+	home := cliEnv(t)
+	want := filepath.Join(home, "browser-profiles", "work")
+	for _, args := range [][]string{
+		{"--home", home, "profile", "path", "work"},
+		{"profile", "path", "work", "--home", home},
+		{"profile", "--home", home, "path", "work"},
+		{"--home", filepath.Join(home, "other"), "profile", "path", "work", "--home", home},
+	} {
+		code, out, errOut := runDirector(t, args...)
+		if code != 0 || strings.TrimSpace(out) != want {
+			t.Errorf("%q: exit %d, %q %q, want %s", args, code, out, errOut, want)
+		}
+	}
+	code, out, errOut := runDirector(t, "--home", home, "profile", "--json", "list")
+	if code != 0 || decodeJSON(t, out)["status"] != "ok" {
+		t.Errorf("profile --json list: exit %d %s %s", code, out, errOut)
+	}
+}
