@@ -101,7 +101,7 @@ func TestReopenKeepsDataAndVersion(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer db.Close()
-	if _, err := db.GetSnapshot(ctx, "s1"); err != nil {
+	if _, err := db.GetSnapshot(ctx, testStore, "s1"); err != nil {
 		t.Errorf("after reopen: %v", err)
 	}
 }
@@ -172,9 +172,12 @@ func TestOpenRefusesNewerOrForeignDatabase(t *testing.T) {
 	}
 }
 
+// testStore is the store of the rows snap makes.
+const testStore = "file:///var/lib/director/snapshots"
+
 func snap(id, profile string, at time.Time) Snapshot {
 	return Snapshot{
-		ID: id, Profile: profile, ObjectKey: profile + "/" + id + ".tar.zst", ManifestKey: profile + "/" + id + ".manifest.json",
+		ID: id, Store: testStore, Profile: profile, ObjectKey: profile + "/" + id + ".tar.zst", ManifestKey: profile + "/" + id + ".manifest.json",
 		CreatedAt: at, ArchiveSize: 1234, ArchiveSHA256: strings.Repeat("ab", 32), RawSize: 99999, FileCount: 42,
 		ChromeVersion: "131.0.6778.85", Host: "host1", OS: "linux", Note: "first login", Encrypted: true,
 	}
@@ -196,7 +199,7 @@ func TestSnapshotRoundTripExact(t *testing.T) {
 		if err := db.InsertSnapshot(ctx, in); err != nil {
 			t.Fatal(err)
 		}
-		out, err := db.GetSnapshot(ctx, in.ID)
+		out, err := db.GetSnapshot(ctx, testStore, in.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +240,7 @@ func TestSnapshotQueries(t *testing.T) {
 	for _, c := range []struct{ profile, want string }{
 		{"alpha", "a3,a2,a1"}, {"beta", "b1"}, {"", "b1,a3,a2,a1"}, {"nobody", ""},
 	} {
-		got, err := db.ListSnapshots(ctx, c.profile)
+		got, err := db.ListSnapshots(ctx, testStore, c.profile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,15 +249,15 @@ func TestSnapshotQueries(t *testing.T) {
 		}
 	}
 
-	latest, err := db.LatestSnapshot(ctx, "alpha")
+	latest, err := db.LatestSnapshot(ctx, testStore, "alpha")
 	if err != nil || latest.ID != "a3" {
 		t.Errorf("LatestSnapshot(alpha) = %s, %v; want a3", latest.ID, err)
 	}
-	_, err = db.LatestSnapshot(ctx, "nobody")
+	_, err = db.LatestSnapshot(ctx, testStore, "nobody")
 	if errcode.Of(err) != errcode.SnapshotNotFound || !strings.Contains(errcode.HintOf(err), "director profile snapshot nobody") {
 		t.Errorf("LatestSnapshot(nobody) = %v (hint %q)", err, errcode.HintOf(err))
 	}
-	_, err = db.GetSnapshot(ctx, "zzz")
+	_, err = db.GetSnapshot(ctx, testStore, "zzz")
 	if errcode.Of(err) != errcode.SnapshotNotFound || !strings.Contains(errcode.HintOf(err), "director profile snapshots NAME") {
 		t.Errorf("GetSnapshot(missing) = %v (hint %q)", err, errcode.HintOf(err))
 	}
@@ -265,20 +268,20 @@ func TestSnapshotQueries(t *testing.T) {
 	if err := db.InsertSnapshot(ctx, dup); !errors.Is(err, ErrExists) || errcode.HintOf(err) == "" {
 		t.Errorf("duplicate insert: %v, want ErrExists with a hint", err)
 	}
-	if got, _ := db.GetSnapshot(ctx, "a1"); got.Note != "first login" {
+	if got, _ := db.GetSnapshot(ctx, testStore, "a1"); got.Note != "first login" {
 		t.Errorf("duplicate insert changed the row: note %q", got.Note)
 	}
 	if err := db.UpsertSnapshot(ctx, dup); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := db.GetSnapshot(ctx, "a1"); got.Note != "changed" {
+	if got, _ := db.GetSnapshot(ctx, testStore, "a1"); got.Note != "changed" {
 		t.Errorf("upsert did not replace: note %q", got.Note)
 	}
 	if err := db.UpsertSnapshot(ctx, snap("c1", "gamma", base)); err != nil {
 		t.Fatal(err)
 	}
 
-	set, err := db.SnapshotIDs(ctx)
+	set, err := db.SnapshotIDs(ctx, testStore)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,13 +289,13 @@ func TestSnapshotQueries(t *testing.T) {
 		t.Errorf("SnapshotIDs = %v", set)
 	}
 
-	if err := db.DeleteSnapshot(ctx, "a3"); err != nil {
+	if err := db.DeleteSnapshot(ctx, testStore, "a3"); err != nil {
 		t.Fatal(err)
 	}
-	if latest, _ := db.LatestSnapshot(ctx, "alpha"); latest.ID != "a2" {
+	if latest, _ := db.LatestSnapshot(ctx, testStore, "alpha"); latest.ID != "a2" {
 		t.Errorf("after delete, latest = %s, want a2", latest.ID)
 	}
-	if err := db.DeleteSnapshot(ctx, "a3"); errcode.Of(err) != errcode.SnapshotNotFound {
+	if err := db.DeleteSnapshot(ctx, testStore, "a3"); errcode.Of(err) != errcode.SnapshotNotFound {
 		t.Errorf("second delete = %v, want snapshot_not_found", err)
 	}
 }
@@ -425,7 +428,7 @@ func TestRunsAndSessions(t *testing.T) {
 	}
 
 	// Pruning the snapshot a run took keeps the run and its history.
-	if err := db.DeleteSnapshot(ctx, "snap1"); err != nil {
+	if err := db.DeleteSnapshot(ctx, testStore, "snap1"); err != nil {
 		t.Fatal(err)
 	}
 	r, err = db.GetRun(ctx, run.ID)
@@ -589,7 +592,7 @@ func TestConcurrentWriters(t *testing.T) {
 	}
 	want := 2 * workersPerDB * perWorker
 	for i, db := range dbs {
-		ids, err := db.SnapshotIDs(ctx)
+		ids, err := db.SnapshotIDs(ctx, testStore)
 		if err != nil || len(ids) != want {
 			t.Errorf("db %d sees %d snapshots (%v), want %d", i, len(ids), err, want)
 		}
@@ -668,7 +671,7 @@ func TestTwoProcesses(t *testing.T) {
 	if childErr != nil {
 		t.Fatalf("second process: %v\n%s", childErr, childOut.String())
 	}
-	ids, err := db.SnapshotIDs(ctx)
+	ids, err := db.SnapshotIDs(ctx, testStore)
 	if err != nil || len(ids) != parent+100 || !ids["child-99"] {
 		t.Errorf("%d snapshots, want %d + 100 (%v)", len(ids), parent, err)
 	}

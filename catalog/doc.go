@@ -7,6 +7,15 @@
 // profile directories live on disk. A snapshot row is inserted only after its
 // archive and manifest are stored, so a row never points at nothing.
 //
+// One catalog can index several stores: every snapshot row records the store
+// URL its archive lives in, without credentials (StoreName), and every
+// snapshot query takes the store it works on, so listing, "latest", prune,
+// delete, verify, restore and rebuild never see or touch another store's
+// rows. Rows written before that column existed (migration 0002 gives them
+// an empty store) are adopted by the first store that opens the catalog
+// afterwards (AdoptSnapshots, which the profiles package calls before its
+// first snapshot query).
+//
 // The database runs in WAL mode with a busy timeout and IMMEDIATE write
 // transactions, so several director processes (a cron refresh, an agent
 // session, a person at the terminal) can open and write one catalog at once.

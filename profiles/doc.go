@@ -8,4 +8,8 @@
 // has a row for an archive that is not fully stored. A snapshot stores the
 // archive, then its manifest, and inserts the catalog row last; prune deletes
 // the row first and the objects after.
+//
+// The catalog may index several stores; a Manager works on the snapshot rows
+// of its own Store only (listing, latest, prune, delete, verify, restore,
+// rebuild), and records that store in every row it inserts.
 package profiles

@@ -260,6 +260,10 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 		return nil, errcode.Wrap(err, errcode.Internal, "reading %s", m.Root)
 	}
 	out := []Info{}
+	store, err := m.catalogStore(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, e := range entries {
 		if !e.IsDir() || ValidateName(e.Name()) != nil {
 			continue
@@ -276,7 +280,7 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 		} else {
 			l.Unlock()
 		}
-		if s, err := m.Catalog.LatestSnapshot(ctx, in.Name); err == nil {
+		if s, err := m.Catalog.LatestSnapshot(ctx, store, in.Name); err == nil {
 			in.LastSnapshot = s.ID
 			at := s.CreatedAt
 			in.LastSnapshotAt = &at
@@ -343,7 +347,11 @@ func (m *Manager) Delete(ctx context.Context, name string, withSnapshots bool) (
 		return nil, m.requireDir(name)
 	}
 	if withSnapshots {
-		snaps, err := m.Catalog.ListSnapshots(ctx, name)
+		store, err := m.catalogStore(ctx)
+		if err != nil {
+			return res, err
+		}
+		snaps, err := m.Catalog.ListSnapshots(ctx, store, name)
 		if err != nil {
 			return nil, err
 		}
@@ -363,7 +371,7 @@ func (m *Manager) Delete(ctx context.Context, name string, withSnapshots bool) (
 // deleteSnapshot removes the catalog row first, then the objects, so the
 // catalog never points at a missing object.
 func (m *Manager) deleteSnapshot(ctx context.Context, s catalog.Snapshot) error {
-	if err := m.Catalog.DeleteSnapshot(ctx, s.ID); err != nil {
+	if err := m.Catalog.DeleteSnapshot(ctx, s.Store, s.ID); err != nil {
 		return err
 	}
 	for _, key := range []string{s.ManifestKey, s.ObjectKey} {
@@ -377,14 +385,35 @@ func (m *Manager) deleteSnapshot(ctx context.Context, s catalog.Snapshot) error 
 	return nil
 }
 
-// Snapshots lists the catalog's snapshots of a profile ("" for all), newest first.
+// catalogStore returns the store's name in the catalog (its URL without
+// credentials, catalog.StoreName). Snapshot rows written before the catalog
+// recorded stores are adopted by the first store that asks (see
+// catalog.DB.AdoptSnapshots).
+func (m *Manager) catalogStore(ctx context.Context) (string, error) {
+	store := catalog.StoreName(m.Store.String())
+	n, err := m.Catalog.AdoptSnapshots(ctx, store)
+	if err != nil {
+		return "", err
+	}
+	if n > 0 {
+		m.log().Info("catalog rows from before stores were recorded now belong to this store", "store", store, "rows", n)
+	}
+	return store, nil
+}
+
+// Snapshots lists the catalog's snapshots of a profile ("" for all) in the
+// Manager's store, newest first.
 func (m *Manager) Snapshots(ctx context.Context, name string) ([]catalog.Snapshot, error) {
 	if name != "" {
 		if err := ValidateName(name); err != nil {
 			return nil, err
 		}
 	}
-	return m.Catalog.ListSnapshots(ctx, name)
+	store, err := m.catalogStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return m.Catalog.ListSnapshots(ctx, store, name)
 }
 
 // PruneResult reports what Prune kept and deleted.
@@ -394,9 +423,9 @@ type PruneResult struct {
 	Deleted []string `json:"deleted"`
 }
 
-// Prune deletes a profile's snapshots beyond the newest keepLast, except
-// those younger than keepWithin (when non-zero). It never deletes the newest
-// snapshot.
+// Prune deletes a profile's snapshots in the Manager's store beyond the
+// newest keepLast, except those younger than keepWithin (when non-zero). It
+// never deletes the newest snapshot, and never looks at other stores.
 func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWithin time.Duration) (*PruneResult, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
@@ -409,7 +438,11 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 		return nil, err
 	}
 	defer unlock()
-	snaps, err := m.Catalog.ListSnapshots(ctx, name)
+	store, err := m.catalogStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snaps, err := m.Catalog.ListSnapshots(ctx, store, name)
 	if err != nil {
 		return nil, err
 	}

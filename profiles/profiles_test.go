@@ -125,7 +125,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	if !strings.HasPrefix(res.ID, "work-") || res.FileCount == 0 || res.ArchiveSize == 0 || res.ChromeVersion != "120.0.6099.71" {
 		t.Fatalf("unexpected result %+v", res)
 	}
-	row, err := m.Catalog.GetSnapshot(ctx, res.ID)
+	row, err := m.Catalog.GetSnapshot(ctx, m.Store.String(), res.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +484,7 @@ func TestRebuildAndLatestFromStoreOnSecondMachine(t *testing.T) {
 	if len(rb.Added) != 1 || rb.Added[0] != res.ID {
 		t.Fatalf("rebuild: %+v", rb)
 	}
-	row, err := c.Catalog.GetSnapshot(ctx, res.ID)
+	row, err := c.Catalog.GetSnapshot(ctx, c.Store.String(), res.ID)
 	if err != nil || row.ArchiveSHA256 != res.ArchiveSHA256 {
 		t.Fatalf("rebuilt row %+v, %v", row, err)
 	}

@@ -122,7 +122,12 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 			"log in again through `director profile open %s --snapshot`, which runs Chrome with --password-store=basic", n, name))
 		m.log().Warn("keyring-bound cookies in snapshot", "profile", name, "count", n)
 	}
-	row := rowFromManifest(man, manifestKey)
+	store, err := m.catalogStore(ctx)
+	if err != nil {
+		m.removeObjects(archiveKey, manifestKey)
+		return nil, err
+	}
+	row := rowFromManifest(man, manifestKey, store)
 	if err := m.Catalog.InsertSnapshot(ctx, row); err != nil {
 		m.removeObjects(archiveKey, manifestKey)
 		return nil, err
@@ -251,9 +256,9 @@ func (m *Manager) getManifest(ctx context.Context, key string) (*snapshot.Manife
 	return man, nil
 }
 
-func rowFromManifest(man *snapshot.Manifest, manifestKey string) catalog.Snapshot {
+func rowFromManifest(man *snapshot.Manifest, manifestKey, store string) catalog.Snapshot {
 	return catalog.Snapshot{
-		ID: man.ID, Profile: man.Profile, ObjectKey: man.ArchiveKey, ManifestKey: manifestKey,
+		ID: man.ID, Store: store, Profile: man.Profile, ObjectKey: man.ArchiveKey, ManifestKey: manifestKey,
 		CreatedAt: man.CreatedAt, ArchiveSize: man.ArchiveSize, ArchiveSHA256: man.ArchiveSHA256,
 		RawSize: man.RawSize, FileCount: int64(man.FileCount), ChromeVersion: man.ChromeVersion,
 		Host: man.Host, OS: man.OS, Note: man.Note, Encrypted: man.Encrypted,
@@ -425,12 +430,17 @@ func compareVersions(a, b string) int {
 	return 0
 }
 
-// resolve finds the catalog row for ref ("latest", "" or an id). For latest
-// it also lists the store's manifests, so that a snapshot another machine
-// made (absent from this catalog) is found without downloading archives.
+// resolve finds the catalog row for ref ("latest", "" or an id) among the
+// rows of the Manager's store. For latest it also lists the store's
+// manifests, so that a snapshot another machine made (absent from this
+// catalog) is found without downloading archives.
 func (m *Manager) resolve(ctx context.Context, name, ref string) (catalog.Snapshot, error) {
+	store, err := m.catalogStore(ctx)
+	if err != nil {
+		return catalog.Snapshot{}, err
+	}
 	if ref != "" && ref != "latest" {
-		row, err := m.Catalog.GetSnapshot(ctx, ref)
+		row, err := m.Catalog.GetSnapshot(ctx, store, ref)
 		if err == nil {
 			if row.Profile != name {
 				return row, errcode.New(errcode.InvalidInput, "snapshot %s belongs to profile %q, not %q", ref, row.Profile, name).
@@ -446,7 +456,7 @@ func (m *Manager) resolve(ctx context.Context, name, ref string) (catalog.Snapsh
 			_, mk := objectKeys(name, ref, enc)
 			man, gerr := m.getManifest(ctx, mk)
 			if gerr == nil {
-				row := rowFromManifest(man, mk)
+				row := rowFromManifest(man, mk, store)
 				_ = m.Catalog.UpsertSnapshot(ctx, row)
 				return row, nil
 			}
@@ -457,10 +467,10 @@ func (m *Manager) resolve(ctx context.Context, name, ref string) (catalog.Snapsh
 		return row, errcode.New(errcode.SnapshotNotFound, "no snapshot %q of profile %q in the catalog or in %s", ref, name, m.Store).
 			WithHint("list snapshots with `director profile snapshots %s`", name)
 	}
-	if err := m.adoptFromStore(ctx, name); err != nil {
+	if err := m.adoptFromStore(ctx, store, name); err != nil {
 		m.log().Warn("could not look in the store for snapshots this catalog lacks; using the catalog's latest", "err", err)
 	}
-	row, err := m.Catalog.LatestSnapshot(ctx, name)
+	row, err := m.Catalog.LatestSnapshot(ctx, store, name)
 	if errcode.Of(err) == errcode.SnapshotNotFound {
 		return row, errcode.New(errcode.SnapshotNotFound, "profile %q has no snapshot in the catalog or in %s", name, m.Store).
 			WithHint("make one with `director profile snapshot %s`", name)
@@ -472,7 +482,7 @@ func (m *Manager) resolve(ctx context.Context, name, ref string) (catalog.Snapsh
 // snapshot whose manifest and archive are stored but which the catalog lacks
 // (one made on another machine). It reads only those manifests, never an
 // archive.
-func (m *Manager) adoptFromStore(ctx context.Context, name string) error {
+func (m *Manager) adoptFromStore(ctx context.Context, store, name string) error {
 	objs, err := m.Store.List(ctx, name+"/")
 	if err != nil {
 		return err
@@ -486,7 +496,7 @@ func (m *Manager) adoptFromStore(ctx context.Context, name string) error {
 		if !ok || p != name {
 			continue
 		}
-		if _, err := m.Catalog.GetSnapshot(ctx, id); errcode.Of(err) != errcode.SnapshotNotFound {
+		if _, err := m.Catalog.GetSnapshot(ctx, store, id); errcode.Of(err) != errcode.SnapshotNotFound {
 			continue // known, or the catalog failed (reported by the caller's query)
 		}
 		man, err := m.getManifest(ctx, o.Key)
@@ -496,7 +506,7 @@ func (m *Manager) adoptFromStore(ctx context.Context, name string) error {
 		if man.ID != id || !present[man.ArchiveKey] {
 			continue // an upload still in progress, or a damaged manifest
 		}
-		if err := m.Catalog.UpsertSnapshot(ctx, rowFromManifest(man, o.Key)); err != nil {
+		if err := m.Catalog.UpsertSnapshot(ctx, rowFromManifest(man, o.Key, store)); err != nil {
 			return err
 		}
 		m.log().Info("found a snapshot in the store that the catalog lacked", "id", id)
@@ -568,19 +578,24 @@ type RebuildResult struct {
 	Skipped []string `json:"skipped"` // manifests that could not be read, with why
 }
 
-// Rebuild recreates the catalog's snapshot rows from the manifests in the
-// store and drops rows whose archive is gone from it.
+// Rebuild recreates the catalog's snapshot rows of the Manager's store from
+// the manifests in it and drops that store's rows whose archive is gone.
+// Rows of other stores are left alone.
 func (m *Manager) Rebuild(ctx context.Context) (*RebuildResult, error) {
+	store, err := m.catalogStore(ctx)
+	if err != nil {
+		return nil, err
+	}
 	objs, err := m.Store.List(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	res := &RebuildResult{Store: m.Store.String(), Added: []string{}, Removed: []string{}, Skipped: []string{}}
+	res := &RebuildResult{Store: store, Added: []string{}, Removed: []string{}, Skipped: []string{}}
 	present := map[string]bool{}
 	for _, o := range objs {
 		present[o.Key] = true
 	}
-	known, err := m.Catalog.ListSnapshots(ctx, "")
+	known, err := m.Catalog.ListSnapshots(ctx, store, "")
 	if err != nil {
 		return nil, err
 	}
@@ -603,7 +618,7 @@ func (m *Manager) Rebuild(ctx context.Context) (*RebuildResult, error) {
 			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: archive %q missing or manifest id mismatch", o.Key, man.ArchiveKey))
 			continue
 		}
-		if err := m.Catalog.UpsertSnapshot(ctx, rowFromManifest(man, o.Key)); err != nil {
+		if err := m.Catalog.UpsertSnapshot(ctx, rowFromManifest(man, o.Key, store)); err != nil {
 			return res, err
 		}
 		if !inCatalog[id] {
@@ -612,7 +627,7 @@ func (m *Manager) Rebuild(ctx context.Context) (*RebuildResult, error) {
 	}
 	for _, s := range known {
 		if !present[s.ObjectKey] {
-			if err := m.Catalog.DeleteSnapshot(ctx, s.ID); err != nil {
+			if err := m.Catalog.DeleteSnapshot(ctx, store, s.ID); err != nil {
 				return res, err
 			}
 			res.Removed = append(res.Removed, s.ID)

@@ -1,0 +1,197 @@
+package profiles
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"director/errcode"
+	"director/storage"
+)
+
+// withOtherStore returns a Manager on a's catalog and profiles but another
+// file store, as `--store file:///other` gives.
+func withOtherStore(t *testing.T, a *Manager) *Manager {
+	t.Helper()
+	st, err := storage.Open(context.Background(), "file://"+filepath.Join(t.TempDir(), "other"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Manager{Root: a.Root, Store: st, Catalog: a.Catalog, LockWait: a.LockWait, Now: a.Now}
+}
+
+func snapshotIDs(t *testing.T, m *Manager, profile string) []string {
+	t.Helper()
+	snaps, err := m.Snapshots(context.Background(), profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{}
+	for _, s := range snaps {
+		out = append(out, s.ID)
+	}
+	return out
+}
+
+func storeKeys(t *testing.T, st storage.Store, prefix string) []string {
+	t.Helper()
+	objs, err := st.List(context.Background(), prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{}
+	for _, o := range objs {
+		out = append(out, o.Key)
+	}
+	return out
+}
+
+// One catalog, two stores: every use-case run against store B sees and
+// touches only B's snapshots, whatever the default store A holds.
+func TestUseCasesWorkOnTheCurrentStoreOnly(t *testing.T) {
+	ctx := context.Background()
+	a := newTestManager(t)
+	clock := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	a.Now = func() time.Time { return clock }
+	b := withOtherStore(t, a)
+	if err := a.Create(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	take := func(m *Manager, marker string) string {
+		t.Helper()
+		writeProfile(t, m.Dir("work"), marker)
+		clock = clock.Add(time.Hour)
+		res, err := m.Snapshot(ctx, "work", SnapshotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.ID
+	}
+	b1 := take(b, "in-b") // B's only snapshot is the oldest of all
+	a1 := take(a, "a1")
+	a2 := take(a, "a2")
+
+	steps := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"snapshots lists one store", func(t *testing.T) {
+			if got := snapshotIDs(t, b, "work"); strings.Join(got, ",") != b1 {
+				t.Errorf("B lists %v, want [%s]", got, b1)
+			}
+			if got := snapshotIDs(t, a, ""); strings.Join(got, ",") != a2+","+a1 {
+				t.Errorf("A lists %v, want [%s %s]", got, a2, a1)
+			}
+		}},
+		{"snapshot rows carry their store in JSON", func(t *testing.T) {
+			snaps, _ := b.Snapshots(ctx, "work")
+			raw, _ := json.Marshal(snaps)
+			var rows []map[string]any
+			if err := json.Unmarshal(raw, &rows); err != nil || len(rows) != 1 || rows[0]["store"] != b.Store.String() {
+				t.Errorf("JSON %s, want one row with store %s", raw, b.Store)
+			}
+		}},
+		{"list shows the store's last snapshot", func(t *testing.T) {
+			for _, c := range []struct {
+				m    *Manager
+				want string
+			}{{a, a2}, {b, b1}} {
+				infos, err := c.m.List(ctx)
+				if err != nil || len(infos) != 1 || infos[0].LastSnapshot != c.want {
+					t.Errorf("List on %s = %+v, %v; want last snapshot %s", c.m.Store, infos, err, c.want)
+				}
+			}
+		}},
+		{"latest resolves in the store", func(t *testing.T) {
+			res, err := b.Restore(ctx, "work", "latest", RestoreOptions{})
+			if err != nil || res.ID != b1 {
+				t.Fatalf("restore latest from B = %+v, %v; want %s", res, err, b1)
+			}
+			if got := readTree(t, b.Dir("work"))["Local State"]; !strings.Contains(got, "in-b") {
+				t.Errorf("restored Local State %q, want B's", got)
+			}
+		}},
+		{"an id of another store is not found", func(t *testing.T) {
+			if _, err := b.Restore(ctx, "work", a1, RestoreOptions{}); errcode.Of(err) != errcode.SnapshotNotFound || errcode.HintOf(err) == "" {
+				t.Errorf("restore of A's id from B = %v, want snapshot_not_found with a hint", err)
+			}
+			if _, err := b.Verify(ctx, "work", a1); errcode.Of(err) != errcode.SnapshotNotFound {
+				t.Errorf("verify of A's id from B = %v, want snapshot_not_found", err)
+			}
+		}},
+		{"verify latest checks the store's snapshot", func(t *testing.T) {
+			if res, err := b.Verify(ctx, "work", "latest"); err != nil || res.ID != b1 {
+				t.Errorf("verify latest on B = %+v, %v; want %s", res, err, b1)
+			}
+		}},
+		{"prune keeps the other store's rows", func(t *testing.T) {
+			res, err := b.Prune(ctx, "work", 1, 0)
+			if err != nil || len(res.Deleted) != 0 || strings.Join(res.Kept, ",") != b1 {
+				t.Errorf("prune on B = %+v, %v; want kept [%s], nothing deleted", res, err, b1)
+			}
+			if got := snapshotIDs(t, a, "work"); len(got) != 2 {
+				t.Errorf("after pruning B, A lists %v, want 2 snapshots", got)
+			}
+		}},
+		{"rebuild keeps the other store's rows", func(t *testing.T) {
+			res, err := b.Rebuild(ctx)
+			if err != nil || len(res.Removed) != 0 || len(res.Added) != 0 || res.Found != 1 {
+				t.Errorf("rebuild on B = %+v, %v; want 1 found, nothing added or removed", res, err)
+			}
+			if got := snapshotIDs(t, a, "work"); len(got) != 2 {
+				t.Errorf("after rebuilding B, A lists %v, want 2 snapshots", got)
+			}
+		}},
+		{"delete with snapshots keeps the other store's", func(t *testing.T) {
+			if _, err := b.Delete(ctx, "work", true); err != nil {
+				t.Fatal(err)
+			}
+			if got := storeKeys(t, b.Store, "work/"); len(got) != 0 {
+				t.Errorf("B still holds %v", got)
+			}
+			if got := snapshotIDs(t, a, "work"); len(got) != 2 {
+				t.Errorf("after deleting through B, A lists %v, want 2 snapshots", got)
+			}
+			if got := storeKeys(t, a.Store, "work/"); len(got) != 4 {
+				t.Errorf("after deleting through B, A's store holds %v, want 4 objects", got)
+			}
+		}},
+	}
+	for _, s := range steps {
+		t.Run(s.name, s.run)
+	}
+}
+
+// A catalog written before stores were recorded: its rows go to the first
+// store that uses it, and a second store does not see them.
+func TestLegacyRowsAreAdoptedByTheFirstStore(t *testing.T) {
+	ctx := context.Background()
+	a := newTestManager(t)
+	if err := a.Create(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, a.Dir("old"), "x")
+	res, err := a.Snapshot(ctx, "old", SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Turn the row into one from before migration 0002.
+	raw, err := sql.Open("sqlite3", a.Catalog.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.ExecContext(ctx, `UPDATE snapshots SET store = '' WHERE id = ?`, res.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotIDs(t, a, "old"); strings.Join(got, ",") != res.ID {
+		t.Fatalf("first store lists %v, want the legacy row %s", got, res.ID)
+	}
+	if got := snapshotIDs(t, withOtherStore(t, a), "old"); len(got) != 0 {
+		t.Errorf("second store lists %v, want nothing", got)
+	}
+}
