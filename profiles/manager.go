@@ -310,26 +310,53 @@ func dirSize(dir string) int64 {
 
 // DeleteResult reports what Delete removed.
 type DeleteResult struct {
-	Profile          string   `json:"profile"`
-	RemovedDir       bool     `json:"removed_dir"`
+	Profile    string `json:"profile"`
+	RemovedDir bool   `json:"removed_dir"` // false: the directory did not exist
+	// With snapshots: the store they were deleted from, the snapshot ids
+	// (catalog rows and objects), and every object removed under NAME/.
+	Store            string   `json:"store,omitempty"`
 	DeletedSnapshots []string `json:"deleted_snapshots,omitempty"`
+	DeletedObjects   []string `json:"deleted_objects,omitempty"`
 }
 
-// Delete removes a local profile and, with withSnapshots, its snapshots in
-// the store and the catalog. It refuses a profile Chrome runs on.
+// Delete removes a local profile and, with withSnapshots, its snapshots:
+// the current store's catalog rows of the profile and every object under
+// "NAME/" in the store (archives, encrypted archives, manifests), also those
+// the catalog does not know (a lost or rebuilt catalog). It refuses a
+// profile Chrome runs on. A profile with neither a directory nor (with
+// withSnapshots) anything in the store is profile_not_found.
 func (m *Manager) Delete(ctx context.Context, name string, withSnapshots bool) (*DeleteResult, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
-	lock, unlock, err := m.lockFor(ctx, name, nil)
+	_, unlock, err := m.lockFor(ctx, name, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	_ = lock
 	res := &DeleteResult{Profile: name}
 	dir := m.Dir(name)
-	if _, err := os.Lstat(dir); err == nil {
+	_, statErr := os.Lstat(dir)
+	exists := statErr == nil
+	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
+		return nil, errcode.Hinted(statErr, errcode.Internal, "check the permissions of "+m.Root, "reading profile %q", name)
+	}
+	if !exists && !withSnapshots {
+		return nil, m.requireDir(name)
+	}
+	// Find the snapshots before removing anything, so that an unreachable
+	// store fails the command with the profile still in place.
+	var plan *snapshotPlan
+	if withSnapshots {
+		if plan, err = m.planSnapshotDeletion(ctx, name); err != nil {
+			return nil, err
+		}
+		if !exists && plan.empty() {
+			return nil, errcode.New(errcode.ProfileNotFound, "profile %q does not exist and has no snapshots in %s", name, m.Store).
+				WithHint("check the name with `director profile list`; snapshots in another store need that --store (see `director profile snapshots %s --store URL`)", name)
+		}
+	}
+	if exists {
 		if err := m.refuseIfRunning(name); err != nil {
 			return nil, err
 		}
@@ -337,35 +364,112 @@ func (m *Manager) Delete(ctx context.Context, name string, withSnapshots bool) (
 		// under the real name.
 		trash := filepath.Join(m.Root, fmt.Sprintf(".%s.deleted-%s", name, randomSuffix(6)))
 		if err := os.Rename(dir, trash); err != nil {
-			return nil, errcode.Wrap(err, errcode.Internal, "deleting profile %q", name)
+			return nil, errcode.Hinted(err, errcode.Internal, "check the permissions of "+m.Root+", then retry", "deleting profile %q", name)
 		}
 		if err := os.RemoveAll(trash); err != nil {
-			return nil, errcode.Wrap(err, errcode.Internal, "removing %s", trash)
+			return nil, errcode.Hinted(err, errcode.Internal, "remove "+trash+" by hand", "removing %s", trash)
 		}
 		res.RemovedDir = true
-	} else if !withSnapshots {
-		return nil, m.requireDir(name)
 	}
-	if withSnapshots {
-		store, err := m.catalogStore(ctx)
-		if err != nil {
+	if plan != nil {
+		res.Store = plan.store
+		if err := m.deleteSnapshots(ctx, plan, res); err != nil {
 			return res, err
-		}
-		snaps, err := m.Catalog.ListSnapshots(ctx, store, name)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range snaps {
-			if err := m.deleteSnapshot(ctx, s); err != nil {
-				return res, err
-			}
-			res.DeletedSnapshots = append(res.DeletedSnapshots, s.ID)
 		}
 	}
 	if err := m.Catalog.DeleteProfile(ctx, name); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// snapshotPlan is what Delete removes with --with-snapshots.
+type snapshotPlan struct {
+	store string
+	rows  []catalog.Snapshot // the store's catalog rows of the profile
+	keys  []string           // every object under "NAME/", manifests first
+	ids   []string           // snapshot ids of rows and objects, newest first
+}
+
+func (p *snapshotPlan) empty() bool { return len(p.rows) == 0 && len(p.keys) == 0 }
+
+func (m *Manager) planSnapshotDeletion(ctx context.Context, name string) (*snapshotPlan, error) {
+	store, err := m.catalogStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := m.Catalog.ListSnapshots(ctx, store, name)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := m.Store.List(ctx, name+"/")
+	if err != nil {
+		return nil, fmt.Errorf("listing the snapshots of %q in %s: %w", name, m.Store, err)
+	}
+	p := &snapshotPlan{store: store, rows: rows}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if !seen[r.ID] {
+			seen[r.ID] = true
+			p.ids = append(p.ids, r.ID)
+		}
+	}
+	var manifests, others []string
+	for _, o := range objs {
+		if !strings.HasPrefix(o.Key, name+"/") {
+			continue // a store whose List over-matches
+		}
+		if _, _, _, ok := parseManifestKey(o.Key); ok {
+			manifests = append(manifests, o.Key)
+		} else {
+			others = append(others, o.Key)
+		}
+		if id, ok := snapshotIDOfKey(name, o.Key); ok && !seen[id] {
+			seen[id] = true
+			p.ids = append(p.ids, id)
+		}
+	}
+	// Manifests first: a rebuild that runs meanwhile never finds a
+	// manifest whose archive is already gone, and ignores archives alone.
+	p.keys = append(manifests, others...)
+	sort.Sort(sort.Reverse(sort.StringSlice(p.ids)))
+	return p, nil
+}
+
+// snapshotIDOfKey returns the snapshot id of an archive or manifest key of
+// profile ("NAME/<id>.tar.zst[.age]", "NAME/<id>.manifest.json[.age]").
+func snapshotIDOfKey(profile, key string) (string, bool) {
+	base, ok := strings.CutPrefix(key, profile+"/")
+	if !ok || strings.Contains(base, "/") {
+		return "", false
+	}
+	base = strings.TrimSuffix(base, ".age")
+	for _, ext := range []string{".tar.zst", ".manifest.json"} {
+		if id, ok := strings.CutSuffix(base, ext); ok && strings.HasPrefix(id, profile+"-") {
+			return id, true
+		}
+	}
+	return "", false
+}
+
+// deleteSnapshots removes the catalog rows first, then the objects, so the
+// catalog never points at a missing object. Running it again after a
+// failure finishes the job.
+func (m *Manager) deleteSnapshots(ctx context.Context, p *snapshotPlan, res *DeleteResult) error {
+	for _, r := range p.rows {
+		if err := m.Catalog.DeleteSnapshot(ctx, r.Store, r.ID); err != nil && errcode.Of(err) != errcode.SnapshotNotFound {
+			return err
+		}
+	}
+	res.DeletedSnapshots = p.ids
+	for _, key := range p.keys {
+		if err := m.Store.Delete(ctx, key); err != nil {
+			return errcode.Hinted(err, errcode.Of(err), fmt.Sprintf("retry `director profile delete %s --with-snapshots` when the store is reachable", res.Profile),
+				"deleting %s from %s", key, m.Store)
+		}
+		res.DeletedObjects = append(res.DeletedObjects, key)
+	}
+	return nil
 }
 
 // deleteSnapshot removes the catalog row first, then the objects, so the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -193,5 +194,106 @@ func TestLegacyRowsAreAdoptedByTheFirstStore(t *testing.T) {
 	}
 	if got := snapshotIDs(t, withOtherStore(t, a), "old"); len(got) != 0 {
 		t.Errorf("second store lists %v, want nothing", got)
+	}
+}
+
+func TestDeleteWithSnapshots(t *testing.T) {
+	ctx := context.Background()
+	type setup struct {
+		dir      bool // the profile directory exists
+		snapshot bool // a snapshot in the store and the catalog
+		lostRows bool // the catalog lost its rows (db deleted)
+		strays   bool // objects under NAME/ no manifest describes
+	}
+	cases := []struct {
+		name     string
+		setup    setup
+		with     bool
+		code     errcode.Code
+		dirGone  bool
+		wantLeft int // objects left under NAME/
+	}{
+		{"dir and snapshots", setup{dir: true, snapshot: true}, true, "", true, 0},
+		{"lost catalog", setup{dir: true, snapshot: true, lostRows: true}, true, "", true, 0},
+		{"no dir, snapshots", setup{snapshot: true}, true, "", false, 0},
+		{"no dir, lost catalog", setup{snapshot: true, lostRows: true}, true, "", false, 0},
+		{"stray objects", setup{dir: true, snapshot: true, strays: true}, true, "", true, 0},
+		{"only stray objects", setup{strays: true}, true, "", false, 0},
+		{"nothing at all", setup{}, true, errcode.ProfileNotFound, false, 0},
+		{"plain delete, no dir", setup{snapshot: true}, false, errcode.ProfileNotFound, false, 2},
+		{"plain delete keeps snapshots", setup{dir: true, snapshot: true}, false, "", true, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newTestManager(t)
+			const name = "work"
+			// Neighbours whose names share a prefix must survive.
+			for _, key := range []string{"work.old/work.old-1.tar.zst", "workx/workx-1.manifest.json"} {
+				if err := m.Store.Put(ctx, key, strings.NewReader("x"), 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.setup.dir || c.setup.snapshot {
+				if err := m.Create(ctx, name); err != nil {
+					t.Fatal(err)
+				}
+				writeProfile(t, m.Dir(name), "v")
+			}
+			if c.setup.snapshot {
+				if _, err := m.Snapshot(ctx, name, SnapshotOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.setup.strays {
+				for _, key := range []string{name + "/work-20260101T000000Z-abcd.tar.zst.age", name + "/work-20260102T000000Z-efgh.manifest.json", name + "/notes.txt"} {
+					if err := m.Store.Put(ctx, key, strings.NewReader("stray"), 5); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if !c.setup.dir {
+				os.RemoveAll(m.Dir(name))
+			}
+			if c.setup.lostRows {
+				lost := newTestManager(t)
+				m.Catalog = lost.Catalog
+			}
+
+			res, err := m.Delete(ctx, name, c.with)
+			if errcode.Of(err) != c.code {
+				t.Fatalf("Delete = %+v, %v; want code %q", res, err, c.code)
+			}
+			if err != nil {
+				if errcode.HintOf(err) == "" {
+					t.Errorf("error without a hint: %v", err)
+				}
+			} else if res.RemovedDir != c.dirGone {
+				t.Errorf("RemovedDir = %v, want %v", res.RemovedDir, c.dirGone)
+			}
+			if _, err := os.Stat(m.Dir(name)); c.dirGone && !os.IsNotExist(err) {
+				t.Errorf("profile directory still there")
+			}
+			if left := storeKeys(t, m.Store, name+"/"); len(left) != c.wantLeft {
+				t.Errorf("store still holds %v under %s/, want %d objects", left, name, c.wantLeft)
+			}
+			if got := storeKeys(t, m.Store, "work"); len(got) != 2+c.wantLeft {
+				t.Errorf("store holds %v, want the two neighbours kept", got)
+			}
+			if c.with && c.code == "" {
+				if got := snapshotIDs(t, m, name); len(got) != 0 {
+					t.Errorf("catalog still lists %v", got)
+				}
+				want := 0
+				if c.setup.snapshot {
+					want++
+				}
+				if c.setup.strays {
+					want += 2 // an archive and a manifest of two more snapshot ids
+				}
+				if res == nil || len(res.DeletedSnapshots) != want {
+					t.Errorf("DeletedSnapshots = %+v, want %d ids", res, want)
+				}
+			}
+		})
 	}
 }

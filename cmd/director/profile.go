@@ -197,11 +197,15 @@ func profileCommands() []*cli.Command {
 					return err
 				}
 				g.emit(map[string]any{"status": "ok", "result": res}, func(w io.Writer) {
-					fmt.Fprintf(w, "deleted profile %s", name)
-					if n := len(res.DeletedSnapshots); n > 0 {
-						fmt.Fprintf(w, " and %d snapshot(s)", n)
+					snaps := fmt.Sprintf("%d snapshot(s) (%d object(s)) from %s", len(res.DeletedSnapshots), len(res.DeletedObjects), res.Store)
+					switch {
+					case !res.RemovedDir:
+						fmt.Fprintf(w, "profile %s: directory %s did not exist; deleted %s\n", name, m.Dir(name), snaps)
+					case len(res.DeletedSnapshots)+len(res.DeletedObjects) > 0:
+						fmt.Fprintf(w, "deleted profile %s and %s\n", name, snaps)
+					default:
+						fmt.Fprintf(w, "deleted profile %s\n", name)
 					}
-					fmt.Fprintln(w)
 				})
 				return nil
 			}),
