@@ -3,9 +3,11 @@
 // restore, verify, prune, and rebuilding the catalog from the store.
 //
 // Every use-case takes the profile's lock (gofrs/flock on a file beside the
-// profile, so it survives the directory swap of a restore), refuses a
-// profile Chrome is running on, and keeps one invariant: the catalog never
-// has a row for an archive that is not fully stored. A snapshot stores the
+// profile, so it survives the directory swap of a restore; when the profile
+// does not exist at unlock, the lock file is removed while still held, and
+// Lock retries when the file it locked is no longer the one at the path),
+// refuses a profile Chrome is running on, and keeps one invariant: the
+// catalog never has a row for an archive that is not fully stored. A snapshot stores the
 // archive, then its manifest, and inserts the catalog row last; prune deletes
 // the row first and the objects after.
 //

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"filippo.io/age"
@@ -149,22 +150,47 @@ func (m *Manager) requireDir(name string) error {
 // Lock is a held profile lock.
 type Lock struct {
 	name string
+	path string // the lock file, <root>/.<name>.lock
+	dir  string // the profile directory
 	fl   *flock.Flock
+
+	mu       sync.Mutex
+	released bool
 }
 
 // Name is the locked profile.
 func (l *Lock) Name() string { return l.name }
 
-// Unlock releases the lock; it is safe to call more than once.
+// Unlock releases the lock; it is safe to call more than once. When the
+// profile directory does not exist (a failed restore of a new profile, a
+// delete), it first removes the lock file, so that no .NAME.lock outlives
+// the profile. It removes it while still holding the lock: a locker that
+// opened the old file meanwhile gets a lock on an unlinked inode, sees that
+// the path no longer names it, and retries on a fresh file (see Lock).
 func (l *Lock) Unlock() {
-	if l != nil && l.fl != nil {
-		_ = l.fl.Unlock()
+	if l == nil || l.fl == nil {
+		return
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released {
+		return
+	}
+	l.released = true
+	if _, err := os.Lstat(l.dir); errors.Is(err, fs.ErrNotExist) {
+		_ = os.Remove(l.path) // best effort: a lock file left behind is harmless
+	}
+	_ = l.fl.Unlock()
 }
 
 // Lock takes the profile's exclusive lock, waiting up to wait (0 means the
 // Manager's LockWait; negative fails fast). The lock file lives beside the
 // profile, so that it survives a restore's directory swap.
+//
+// Because Unlock removes the lock file of a profile that does not exist, a
+// flock alone is not enough: after taking it, Lock checks that the path still
+// names the file it locked (stat against fstat) and otherwise drops that
+// stale lock and tries again on the current file.
 func (m *Manager) Lock(ctx context.Context, name string, wait time.Duration) (*Lock, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
@@ -179,27 +205,64 @@ func (m *Manager) Lock(ctx context.Context, name string, wait time.Duration) (*L
 		}
 	}
 	path := filepath.Join(m.Root, "."+name+".lock")
-	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o600))
-	var ok bool
-	var err error
-	if wait < 0 {
-		ok, err = fl.TryLock()
-	} else {
-		lctx, cancel := context.WithTimeout(ctx, wait)
-		ok, err = fl.TryLockContext(lctx, 50*time.Millisecond)
-		cancel()
-		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			err = nil
+	lctx, cancel := ctx, context.CancelFunc(func() {})
+	if wait > 0 {
+		lctx, cancel = context.WithTimeout(ctx, wait)
+	}
+	defer cancel()
+	for {
+		fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o600))
+		var ok bool
+		var err error
+		if wait < 0 {
+			ok, err = fl.TryLock()
+		} else {
+			ok, err = fl.TryLockContext(lctx, 50*time.Millisecond)
+			if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				err = nil
+			}
 		}
+		if err != nil {
+			return nil, errcode.Hinted(err, errcode.Internal, "check that "+m.Root+" is writable by you", "locking profile %q", name)
+		}
+		if !ok {
+			return nil, errcode.New(errcode.ProfileInUse, "profile %q is in use by another director command", name).
+				WithHint("wait for the other snapshot, restore or run on %s to finish, then retry", name)
+		}
+		lockTaken(path)
+		same, err := lockedFileIsPath(fl, path)
+		if err != nil {
+			_ = fl.Unlock()
+			return nil, errcode.Hinted(err, errcode.Internal, "check that "+m.Root+" is readable by you", "locking profile %q", name)
+		}
+		if same {
+			return &Lock{name: name, path: path, dir: m.Dir(name), fl: fl}, nil
+		}
+		// The previous holder removed the file we locked: lock the new one.
+		_ = fl.Unlock()
+	}
+}
+
+// lockTaken runs right after Lock takes a flock, before it checks the path;
+// tests replace it to play the other side of the unlink race.
+var lockTaken = func(path string) {}
+
+// lockedFileIsPath reports whether path still names the file fl holds
+// locked (same device and inode), which is false when the last holder
+// unlinked it, possibly creating another one since.
+func lockedFileIsPath(fl *flock.Flock, path string) (bool, error) {
+	held, err := fl.Stat() // fstat of the locked descriptor
+	if err != nil {
+		return false, err
+	}
+	cur, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
 	}
 	if err != nil {
-		return nil, errcode.Wrap(err, errcode.Internal, "locking profile %q", name)
+		return false, err
 	}
-	if !ok {
-		return nil, errcode.New(errcode.ProfileInUse, "profile %q is in use by another director command", name).
-			WithHint("wait for the other snapshot, restore or run on %s to finish, then retry", name)
-	}
-	return &Lock{name: name, fl: fl}, nil
+	return os.SameFile(held, cur), nil
 }
 
 // lockFor returns held when it locks name, or takes a fresh lock.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -294,6 +295,96 @@ func TestDeleteWithSnapshots(t *testing.T) {
 					t.Errorf("DeletedSnapshots = %+v, want %d ids", res, want)
 				}
 			}
+			noLeftovers(t, m, name)
 		})
+	}
+}
+
+// noLeftovers fails when anything of a profile that does not exist is left
+// in the profile root (a .NAME.lock, a restore temp dir, a trash dir).
+func noLeftovers(t *testing.T, m *Manager, name string) {
+	t.Helper()
+	if _, err := os.Stat(m.Dir(name)); err == nil {
+		return
+	}
+	entries, _ := os.ReadDir(m.Root)
+	var left []string
+	for _, e := range entries {
+		if strings.Contains(e.Name(), name) {
+			left = append(left, e.Name())
+		}
+	}
+	sort.Strings(left)
+	if len(left) > 0 {
+		t.Errorf("left behind in %s for missing profile %q: %v", m.Root, name, left)
+	}
+}
+
+// Failed commands on profiles that never existed leave nothing behind; a
+// profile that exists keeps its lock file.
+func TestNoLockFileForMissingProfiles(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "real"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("real"), "r")
+	if _, err := m.Snapshot(ctx, "real", SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	junk := filepath.Join(t.TempDir(), "junk.tar.zst")
+	os.WriteFile(junk, []byte("not an archive"), 0o600)
+	cases := []struct {
+		name    string
+		profile string
+		run     func(name string) error
+		code    errcode.Code
+	}{
+		{"restore latest of a new profile", "newprof", func(n string) error { _, err := m.Restore(ctx, n, "latest", RestoreOptions{}); return err }, errcode.SnapshotNotFound},
+		{"restore a missing archive", "x", func(n string) error {
+			_, err := m.Restore(ctx, n, "", RestoreOptions{Archive: "/nonexistent"})
+			return err
+		}, errcode.SnapshotNotFound},
+		{"restore a damaged archive", "y", func(n string) error { _, err := m.Restore(ctx, n, "", RestoreOptions{Archive: junk}); return err }, errcode.SnapshotCorrupt},
+		{"restore another profile's id", "z", func(n string) error {
+			s, _ := m.Snapshots(ctx, "real")
+			_, err := m.Restore(ctx, n, s[0].ID, RestoreOptions{})
+			return err
+		}, errcode.InvalidInput},
+		{"delete", "nosuch", func(n string) error { _, err := m.Delete(ctx, n, false); return err }, errcode.ProfileNotFound},
+		{"delete with snapshots", "nosuch2", func(n string) error { _, err := m.Delete(ctx, n, true); return err }, errcode.ProfileNotFound},
+		{"snapshot", "ghost", func(n string) error { _, err := m.Snapshot(ctx, n, SnapshotOptions{}); return err }, errcode.ProfileNotFound},
+		{"prune", "ghost2", func(n string) error { _, err := m.Prune(ctx, n, 1, 0); return err }, ""},
+		{"lock and unlock", "ghost3", func(n string) error {
+			l, err := m.Lock(ctx, n, 0)
+			if err == nil {
+				l.Unlock()
+				l.Unlock() // twice is fine
+			}
+			return err
+		}, ""},
+		{"delete of a real profile", "real", func(n string) error { _, err := m.Delete(ctx, n, true); return err }, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.run(c.profile)
+			if errcode.Of(err) != c.code {
+				t.Fatalf("got %v, want code %q", err, c.code)
+			}
+			noLeftovers(t, m, c.profile)
+		})
+	}
+	// A profile that exists keeps its lock file: removing it would gain
+	// nothing and cost a retry for every locker.
+	if err := m.Create(ctx, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := m.Lock(ctx, "kept", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Unlock()
+	if _, err := os.Stat(filepath.Join(m.Root, ".kept.lock")); err != nil {
+		t.Errorf("lock file of an existing profile: %v", err)
 	}
 }
