@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"filippo.io/age"
 
 	"director/errcode"
 	"director/storage"
@@ -386,5 +389,90 @@ func TestNoLockFileForMissingProfiles(t *testing.T) {
 	l.Unlock()
 	if _, err := os.Stat(filepath.Join(m.Root, ".kept.lock")); err != nil {
 		t.Errorf("lock file of an existing profile: %v", err)
+	}
+}
+
+func TestVerifyChecksTheStoredManifest(t *testing.T) {
+	ctx := context.Background()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		encrypt bool
+		damage  func(m *Manager, res, other *SnapshotResult) error
+		code    errcode.Code
+		msg     string // the error names this
+	}{
+		{"intact", false, nil, "", ""},
+		{"intact, encrypted", true, nil, "", ""},
+		{"manifest missing", false, func(m *Manager, res, _ *SnapshotResult) error {
+			return m.Store.Delete(ctx, res.ManifestKey)
+		}, errcode.SnapshotCorrupt, ".manifest.json"},
+		{"manifest missing, encrypted", true, func(m *Manager, res, _ *SnapshotResult) error {
+			return m.Store.Delete(ctx, res.ManifestKey)
+		}, errcode.SnapshotCorrupt, ".manifest.json.age"},
+		{"manifest of another snapshot", false, func(m *Manager, res, other *SnapshotResult) error {
+			rc, _, err := m.Store.Get(ctx, other.ManifestKey)
+			if err != nil {
+				return err
+			}
+			var buf bytes.Buffer
+			buf.ReadFrom(rc)
+			rc.Close()
+			if err := m.Store.Delete(ctx, res.ManifestKey); err != nil {
+				return err
+			}
+			return m.Store.Put(ctx, res.ManifestKey, &buf, int64(buf.Len()))
+		}, errcode.SnapshotCorrupt, ".manifest.json"},
+		{"manifest garbled", false, func(m *Manager, res, _ *SnapshotResult) error {
+			if err := m.Store.Delete(ctx, res.ManifestKey); err != nil {
+				return err
+			}
+			return m.Store.Put(ctx, res.ManifestKey, strings.NewReader("{not json"), 9)
+		}, errcode.SnapshotCorrupt, ".manifest.json"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newTestManager(t)
+			if c.encrypt {
+				m.Recipients, m.Identities = []age.Recipient{id.Recipient()}, []age.Identity{id}
+			}
+			if err := m.Create(ctx, "v"); err != nil {
+				t.Fatal(err)
+			}
+			writeProfile(t, m.Dir("v"), "one")
+			other, err := m.Snapshot(ctx, "v", SnapshotOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeProfile(t, m.Dir("v"), "two")
+			res, err := m.Snapshot(ctx, "v", SnapshotOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.damage != nil {
+				if err := c.damage(m, res, other); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := m.Verify(ctx, "v", res.ID)
+			if errcode.Of(err) != c.code {
+				t.Fatalf("Verify = %+v, %v; want code %q", got, err, c.code)
+			}
+			if err == nil {
+				if !got.OK {
+					t.Errorf("Verify = %+v, want ok", got)
+				}
+				return
+			}
+			if !strings.Contains(err.Error(), res.ID) || !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("error %q does not name the snapshot and %q", err, c.msg)
+			}
+			if h := errcode.HintOf(err); !strings.Contains(h, "restores") || !strings.Contains(h, "director profile snapshot v") {
+				t.Errorf("hint %q does not say the archive restores and how to take a new snapshot", h)
+			}
+		})
 	}
 }

@@ -526,7 +526,9 @@ type VerifyResult struct {
 }
 
 // Verify reads a snapshot back from the store and checks the archive hash
-// and every file against the manifest, writing nothing.
+// and every file against the manifest, writing nothing. The manifest stored
+// beside the archive must exist and describe the same archive: without it
+// catalog rebuild and other machines do not see the snapshot.
 func (m *Manager) Verify(ctx context.Context, name, ref string) (*VerifyResult, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
@@ -534,6 +536,18 @@ func (m *Manager) Verify(ctx context.Context, name, ref string) (*VerifyResult, 
 	row, err := m.resolve(ctx, name, ref)
 	if err != nil {
 		return nil, err
+	}
+	manifestKey := row.ManifestKey
+	if manifestKey == "" {
+		_, manifestKey = objectKeys(row.Profile, row.ID, row.Encrypted)
+	}
+	if _, err := m.Store.Stat(ctx, manifestKey); err != nil {
+		if storage.ProblemOf(err) != storage.ProblemNotFound && errcode.Of(err) != errcode.SnapshotNotFound {
+			return nil, fmt.Errorf("checking the manifest of snapshot %s: %w", row.ID, err)
+		}
+		return nil, errcode.New(errcode.SnapshotCorrupt, "snapshot %s: its manifest %s is missing from %s", row.ID, manifestKey, m.Store).
+			WithHint("the archive still restores (it carries its own manifest), but `director catalog rebuild` and other machines cannot see this snapshot: "+
+				"take a new snapshot with `director profile snapshot %s`, or re-upload %s from a copy", name, manifestKey)
 	}
 	rc, obj, err := m.Store.Get(ctx, row.ObjectKey)
 	if err != nil {
@@ -565,6 +579,20 @@ func (m *Manager) Verify(ctx context.Context, name, ref string) (*VerifyResult, 
 	if man.ID != row.ID || int64(man.FileCount) != row.FileCount || man.RawSize != row.RawSize {
 		return nil, errcode.New(errcode.SnapshotCorrupt, "snapshot %s: archive manifest (id %s, %d files, %d bytes) differs from the catalog (%d files, %d bytes)", row.ID, man.ID, man.FileCount, man.RawSize, row.FileCount, row.RawSize).
 			WithHint("run `director catalog rebuild` if the catalog is stale, else treat this snapshot as damaged")
+	}
+	stored, err := m.getManifest(ctx, manifestKey)
+	if err != nil {
+		if c := errcode.Of(err); c == errcode.DecryptFailed || c == errcode.StorageUnavailable || c == errcode.Timeout {
+			return nil, err
+		}
+		return nil, errcode.Hinted(err, errcode.SnapshotCorrupt,
+			fmt.Sprintf("the archive is intact and still restores; take a new snapshot with `director profile snapshot %s`, or re-upload %s from a copy", name, manifestKey),
+			"snapshot %s: its stored manifest %s cannot be read", row.ID, manifestKey)
+	}
+	if stored.ID != row.ID || stored.ArchiveSHA256 != hr.sum() || stored.ArchiveSize != hr.n {
+		return nil, errcode.New(errcode.SnapshotCorrupt, "snapshot %s: stored manifest %s (id %s, archive sha256 %s, %d bytes) does not describe the stored archive (sha256 %s, %d bytes)",
+			row.ID, manifestKey, stored.ID, stored.ArchiveSHA256, stored.ArchiveSize, hr.sum(), hr.n).
+			WithHint("the archive is intact and still restores; take a new snapshot with `director profile snapshot %s`, or re-upload the right %s", name, manifestKey)
 	}
 	return &VerifyResult{Profile: name, ID: row.ID, ArchiveSHA256: hr.sum(), ArchiveSize: hr.n, FileCount: man.FileCount, RawSize: man.RawSize, OK: true}, nil
 }
