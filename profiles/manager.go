@@ -557,7 +557,7 @@ func (m *Manager) deleteSnapshot(ctx context.Context, s catalog.Snapshot) error 
 // recorded stores are adopted by the first store that asks (see
 // catalog.DB.AdoptSnapshots).
 func (m *Manager) catalogStore(ctx context.Context) (string, error) {
-	store := catalog.StoreName(m.Store.String())
+	store := catalog.StoreName(storage.ID(m.Store))
 	n, err := m.Catalog.AdoptSnapshots(ctx, store)
 	if err != nil {
 		return "", err

@@ -135,7 +135,7 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 	_ = m.Catalog.TouchProfile(ctx, name, created)
 	m.log().Info("snapshot stored", "profile", name, "id", id, "bytes", hr.n, "files", man.FileCount)
 	return &SnapshotResult{
-		ID: id, Profile: name, ObjectKey: archiveKey, ManifestKey: manifestKey, Store: m.Store.String(),
+		ID: id, Profile: name, ObjectKey: archiveKey, ManifestKey: manifestKey, Store: storage.ID(m.Store),
 		ArchiveSize: hr.n, ArchiveSHA256: man.ArchiveSHA256, RawSize: man.RawSize, FileCount: man.FileCount,
 		Encrypted: man.Encrypted, ChromeVersion: man.ChromeVersion, Duration: time.Since(start), Warnings: warnings,
 	}, nil

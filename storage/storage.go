@@ -34,6 +34,16 @@ type Store interface {
 	String() string
 }
 
+// ID names a store for records that outlive the process (the catalog): its
+// String(), or what a backend whose String() leaves out part of its identity
+// says instead (a supabase:// URL does not name the project).
+func ID(s Store) string {
+	if c, ok := s.(interface{ CatalogID() string }); ok {
+		return c.CatalogID()
+	}
+	return s.String()
+}
+
 // Sentinel errors; backends wrap them in errcode errors so that errors.Is
 // and errcode.Of both work.
 var (

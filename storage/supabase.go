@@ -109,6 +109,15 @@ func (s *supabaseStore) String() string {
 	return u
 }
 
+// CatalogID names the store in the catalog: String() does not show the
+// project (it comes from SUPABASE_URL), and two projects' buckets of one
+// name are two stores.
+func (s *supabaseStore) CatalogID() string {
+	host := strings.TrimPrefix(strings.TrimPrefix(s.base, "https://"), "http://")
+	host = strings.TrimSuffix(host, "/storage/v1")
+	return s.String() + "?project=" + url.QueryEscape(host)
+}
+
 func (s *supabaseStore) full(key string) string {
 	if s.prefix == "" {
 		return key

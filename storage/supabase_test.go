@@ -182,3 +182,36 @@ func TestSupabaseRetries(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreIDNamesTheSupabaseProject: a supabase:// URL names a bucket and a
+// prefix, the project comes from SUPABASE_URL, so the catalog's name for the
+// store (ID) must add the project, or two projects' "browser-profiles"
+// buckets would share catalog rows.
+func TestStoreIDNamesTheSupabaseProject(t *testing.T) {
+	opts := func(project string) Options {
+		return Options{SupabaseURL: project, SupabaseServiceKey: "service-role-key"}
+	}
+	a := mustOpen(t, "supabase://profiles/team", opts("https://aaaa.supabase.co"))
+	b := mustOpen(t, "supabase://profiles/team", opts("https://bbbb.supabase.co/"))
+	if a.String() != b.String() {
+		t.Fatalf("String() differs: %q %q", a, b)
+	}
+	for _, tc := range []struct {
+		s    Store
+		want string
+	}{
+		{a, "supabase://profiles/team?project=aaaa.supabase.co"},
+		{b, "supabase://profiles/team?project=bbbb.supabase.co"},
+	} {
+		if got := ID(tc.s); got != tc.want {
+			t.Errorf("ID = %q, want %q", got, tc.want)
+		}
+		if strings.Contains(ID(tc.s), "service-role-key") {
+			t.Errorf("ID leaks the key: %q", ID(tc.s))
+		}
+	}
+	f := mustOpen(t, "file://"+t.TempDir(), Options{})
+	if ID(f) != f.String() {
+		t.Errorf("file store: ID %q, String %q", ID(f), f.String())
+	}
+}
