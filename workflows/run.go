@@ -16,6 +16,13 @@ import (
 	"director/session"
 )
 
+// runLockWait is how long a run waits for its profile's lock. Not zero: a
+// `director profile list` holds every lock for an instant to tell which
+// profiles are in use, and a run starting at that instant must not fail. Not
+// long: a run that finds another run, snapshot or restore on its profile
+// fails fast with profile_in_use instead of queueing behind it.
+const runLockWait = time.Second
+
 // Run statuses, the strings of `director run --json`.
 const (
 	StatusOK            = "ok"
@@ -219,7 +226,7 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 			}
 		}()
 	} else {
-		lock, err = r.Profiles.Lock(ctx, w.Profile, -1)
+		lock, err = r.Profiles.Lock(ctx, w.Profile, runLockWait)
 		if err != nil {
 			if errcode.Of(err) == errcode.ProfileInUse {
 				err = errcode.Hinted(err, errcode.ProfileInUse,

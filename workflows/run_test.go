@@ -347,18 +347,20 @@ func TestTwoRunsOnOneProfile(t *testing.T) {
 		defer wg.Done()
 		_, firstErr = e.runner.Run(context.Background(), slow)
 	}()
-	// Wait until the first run holds the profile lock.
+	// Wait until the first run is on its sleep step: it navigated to the
+	// site, so it holds the profile lock. (Probing with Lock would race it:
+	// a probe holding the lock for an instant makes the first run's
+	// fail-fast Lock fail.)
 	deadline := time.Now().Add(20 * time.Second)
-	for {
-		l, err := e.m.Lock(context.Background(), "web", -1)
-		if err != nil {
-			break
-		}
-		l.Unlock()
+	for e.site.Hits("/") == 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("the first run never took the lock")
+			wg.Wait()
+			t.Fatalf("the first run never reached the site (first run: %v)", firstErr)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := e.m.Lock(context.Background(), "web", -1); errcode.Of(err) != errcode.ProfileInUse {
+		t.Fatalf("Lock while the first run is on its sleep step: %v, want profile_in_use", err)
 	}
 	t0 := time.Now()
 	res, err := e.run(t, slow)
