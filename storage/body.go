@@ -68,11 +68,19 @@ func (m *maxSizeReader) Read(p []byte) (int, error) {
 // e.g. ErrTooLarge, rather than a network error) and hides the io.Seeker and
 // io.ReaderAt methods of the body, so that minio-go never switches to its
 // parallel, buffer-per-thread upload paths.
+//
+// A body longer than its announced size must never reach the server as a
+// complete request: net/http sends exactly Content-Length bytes and only
+// then reads on to find the extra ones, by which time the server may have
+// stored the object and answered. So the read that would complete the
+// announced size first probes for one more byte, and on finding one hands
+// out nothing and fails.
 type bodyReader struct {
 	r    io.Reader
 	size int64 // the announced size, or -1
 	n    int64
 	err  error
+	eof  bool // the probe after the last byte saw the end
 }
 
 func newBody(r io.Reader, size int64) *bodyReader { return &bodyReader{r: r, size: size} }
@@ -85,6 +93,9 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
+	if b.eof {
+		return 0, io.EOF
+	}
 	if b.size >= 0 && int64(len(p)) > b.size-b.n+1 {
 		p = p[:b.size-b.n+1]
 	}
@@ -93,14 +104,40 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	switch {
 	case b.size >= 0 && b.n > b.size:
 		b.err = fmt.Errorf("%w: more than %d bytes", errSizeMismatch, b.size)
-		return n - int(b.n-b.size), b.err
+		return 0, b.err
 	case err == io.EOF && b.size >= 0 && b.n < b.size:
 		b.err = fmt.Errorf("%w: %d bytes, not %d", errSizeMismatch, b.n, b.size)
-		return n, b.err
+		return 0, b.err
 	case err != nil && err != io.EOF:
 		b.err = err
+		return n, err
+	case err == nil && b.size >= 0 && b.n == b.size:
+		if perr := b.probeEnd(); perr != nil {
+			return 0, perr
+		}
 	}
 	return n, err
+}
+
+// probeEnd reads past the announced size: the end (or a reader that keeps
+// returning nothing) is fine, a byte is a size mismatch.
+func (b *bodyReader) probeEnd() error {
+	var one [1]byte
+	for try := 0; try < 100; try++ {
+		m, err := b.r.Read(one[:])
+		switch {
+		case m > 0:
+			b.err = fmt.Errorf("%w: more than %d bytes", errSizeMismatch, b.size)
+			return b.err
+		case err == io.EOF:
+			b.eof = true
+			return nil
+		case err != nil:
+			b.err = err
+			return err
+		}
+	}
+	return nil
 }
 
 // bodyFailure returns the error to report when a Put failed and its body

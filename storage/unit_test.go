@@ -174,3 +174,77 @@ func TestIsRemoteThroughWrappers(t *testing.T) {
 		t.Error("a store that cannot tell must count as remote")
 	}
 }
+
+// TestBodyNeverCompletesAnOversizedUpload reads a body the way net/http
+// sends one with a Content-Length: through io.LimitReader(body, size), so
+// every read asks for at most what is left. The read that would hand out the
+// last announced byte of a longer body must fail and hand out nothing, or the
+// server would see a complete request (and may store it) before the
+// transport notices the extra bytes.
+func TestBodyNeverCompletesAnOversizedUpload(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		data    string
+		size    int64
+		chunk   int // the reader returns at most this many bytes per Read
+		wantErr bool
+	}{
+		{"exact", "0123456789", 10, 3, false},
+		{"exact, one read", "0123456789", 10, 100, false},
+		{"longer", "0123456789abcdef", 10, 3, true},
+		{"longer, one read", "0123456789abcdef", 10, 100, true},
+		{"one byte more", "01234567890", 10, 10, true},
+		{"shorter", "01234", 10, 3, true},
+		{"empty, announced empty", "", 0, 1, false},
+		{"one byte, announced empty", "x", 0, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBody(iotest.HalfReader(&chunkReader{r: strings.NewReader(tc.data), max: tc.chunk}), tc.size)
+			var sent []byte
+			buf := make([]byte, 64)
+			// net/http limits reads to a Content-Length, except 0, which it
+			// treats as unknown: it then reads the body to its end.
+			lr := io.Reader(b)
+			if tc.size > 0 {
+				lr = io.LimitReader(b, tc.size)
+			}
+			var err error
+			for {
+				var n int
+				n, err = lr.Read(buf)
+				sent = append(sent, buf[:n]...)
+				if err != nil {
+					break
+				}
+			}
+			if err == io.EOF {
+				err = nil
+			}
+			if tc.wantErr {
+				if !errors.Is(err, errSizeMismatch) {
+					t.Fatalf("err = %v, want a size mismatch", err)
+				}
+				if int64(len(sent)) >= tc.size && tc.size > 0 {
+					t.Errorf("handed out %d bytes of %d before failing: the request would be complete", len(sent), tc.size)
+				}
+				return
+			}
+			if err != nil || string(sent) != tc.data {
+				t.Fatalf("sent %q, %v; want %q", sent, err, tc.data)
+			}
+		})
+	}
+}
+
+// chunkReader returns at most max bytes per Read.
+type chunkReader struct {
+	r   io.Reader
+	max int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if len(p) > c.max {
+		p = p[:c.max]
+	}
+	return c.r.Read(p)
+}
