@@ -12,9 +12,9 @@
 // snapshot query takes the store it works on, so listing, "latest", prune,
 // delete, verify, restore and rebuild never see or touch another store's
 // rows. Rows written before that column existed (migration 0002 gives them
-// an empty store) are adopted by the first store that opens the catalog
-// afterwards (AdoptSnapshots, which the profiles package calls before its
-// first snapshot query).
+// an empty store) are listed by LegacySnapshots and adopted, one by one,
+// by the store that holds their archives (AdoptSnapshots; the profiles
+// package looks the archives up before its first snapshot query).
 //
 // The database runs in WAL mode with a busy timeout and IMMEDIATE write
 // transactions, so several director processes (a cron refresh, an agent

@@ -279,31 +279,47 @@ func (db *DB) SnapshotIDs(ctx context.Context, store string) (map[string]bool, e
 	return ids, nil
 }
 
+// LegacySnapshots lists the rows written before schema 0002: those with an
+// empty store, which no store lists until one adopts them.
+func (db *DB) LegacySnapshots(ctx context.Context) ([]Snapshot, error) {
+	q := `SELECT ` + snapshotCols + ` FROM snapshots WHERE store = '' ORDER BY created_at DESC, id DESC`
+	return queryAll(ctx, db, "cannot list snapshots without a store", q, nil, scanSnapshot)
+}
+
 // AdoptSnapshots gives the rows written before schema 0002 (those with an
-// empty store) to store and returns how many it adopted. The first store
-// that opens the catalog after the upgrade adopts them all, since a catalog
-// of that age was used with one store; later calls find nothing to adopt
-// (every insert names its store) and cost one indexed read, without taking
-// the write lock.
-func (db *DB) AdoptSnapshots(ctx context.Context, store string) (int64, error) {
+// empty store) whose ids are given to store, and returns how many it
+// adopted. The caller (profiles) passes the ids whose archives it found in
+// that store, so a first command run against another store takes nothing
+// that is not there; rows no store has claimed stay listed by
+// LegacySnapshots. When there is nothing to adopt the call costs one
+// indexed read, without taking the write lock.
+func (db *DB) AdoptSnapshots(ctx context.Context, store string, ids []string) (int64, error) {
 	store, err := storeArg(store)
 	if err != nil {
 		return 0, err
 	}
-	var legacy bool
-	if err := db.sql.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM snapshots WHERE store = '')`).Scan(&legacy); err != nil {
-		return 0, queryErr(err, "cannot look for snapshots without a store")
-	}
-	if !legacy {
+	if len(ids) == 0 {
 		return 0, nil
 	}
-	// OR REPLACE: should this store already have a row with a legacy
-	// row's id (the same snapshot found twice), the legacy copy wins; both
-	// describe one manifest.
-	res, err := db.sql.ExecContext(ctx, `UPDATE OR REPLACE snapshots SET store = ? WHERE store = ''`, store)
+	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, queryErr(err, "cannot give the snapshots without a store to "+store)
 	}
-	n, _ := res.RowsAffected()
+	defer tx.Rollback()
+	var n int64
+	for _, id := range ids {
+		// OR REPLACE: should this store already have a row with a legacy
+		// row's id (the same snapshot found twice), the legacy copy wins;
+		// both describe one manifest.
+		res, err := tx.ExecContext(ctx, `UPDATE OR REPLACE snapshots SET store = ? WHERE store = '' AND id = ?`, store, id)
+		if err != nil {
+			return 0, queryErr(err, "cannot give the snapshots without a store to "+store)
+		}
+		k, _ := res.RowsAffected()
+		n += k
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, queryErr(err, "cannot give the snapshots without a store to "+store)
+	}
 	return n, nil
 }

@@ -155,16 +155,22 @@ func TestMigrationAdoptsStorelessRows(t *testing.T) {
 	if v, _ := db.Version(ctx); v != SchemaVersion() || v < 2 {
 		t.Fatalf("version %d after Open, want %d", v, SchemaVersion())
 	}
+	if legacy, err := db.LegacySnapshots(ctx); err != nil || len(legacy) != 2 {
+		t.Fatalf("LegacySnapshots = %d rows, %v; want 2", len(legacy), err)
+	}
 	for _, c := range []struct {
 		store   string
+		ids     []string
 		adopted int64
 		listed  int
 	}{
-		{testStore, 2, 2},
-		{testStore, 0, 2},  // idempotent
-		{otherStore, 0, 0}, // the first store took them
+		{otherStore, nil, 0, 0},               // its archives are not there
+		{testStore, []string{"work-1"}, 1, 1}, // only what the store holds
+		{testStore, []string{"work-1", "work-2"}, 1, 2},
+		{testStore, []string{"work-1", "work-2"}, 0, 2}, // idempotent
+		{otherStore, []string{"work-2"}, 0, 0},          // already taken
 	} {
-		n, err := db.AdoptSnapshots(ctx, c.store)
+		n, err := db.AdoptSnapshots(ctx, c.store, c.ids)
 		if err != nil || n != c.adopted {
 			t.Errorf("AdoptSnapshots(%s) = %d, %v; want %d", c.store, n, err, c.adopted)
 		}

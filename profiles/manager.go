@@ -554,11 +554,29 @@ func (m *Manager) deleteSnapshot(ctx context.Context, s catalog.Snapshot) error 
 
 // catalogStore returns the store's name in the catalog (its URL without
 // credentials, catalog.StoreName). Snapshot rows written before the catalog
-// recorded stores are adopted by the first store that asks (see
-// catalog.DB.AdoptSnapshots).
+// recorded stores are adopted by the store that holds their archives: each
+// such row's archive is looked up here (once: adopted rows are no longer
+// legacy), so that a first command against another store takes none of
+// them. A store that cannot be asked now leaves the rows for a later call.
 func (m *Manager) catalogStore(ctx context.Context) (string, error) {
 	store := catalog.StoreName(storage.ID(m.Store))
-	n, err := m.Catalog.AdoptSnapshots(ctx, store)
+	legacy, err := m.Catalog.LegacySnapshots(ctx)
+	if err != nil || len(legacy) == 0 {
+		return store, err
+	}
+	var ids []string
+	for _, s := range legacy {
+		_, serr := m.Store.Stat(ctx, s.ObjectKey)
+		switch {
+		case serr == nil:
+			ids = append(ids, s.ID)
+		case errors.Is(serr, storage.ErrNotFound):
+		default:
+			m.log().Warn("cannot tell which store holds catalog rows from before stores were recorded; asking again next time", "store", store, "err", serr)
+			return store, nil
+		}
+	}
+	n, err := m.Catalog.AdoptSnapshots(ctx, store, ids)
 	if err != nil {
 		return "", err
 	}

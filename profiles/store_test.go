@@ -173,7 +173,7 @@ func TestUseCasesWorkOnTheCurrentStoreOnly(t *testing.T) {
 
 // A catalog written before stores were recorded: its rows go to the first
 // store that uses it, and a second store does not see them.
-func TestLegacyRowsAreAdoptedByTheFirstStore(t *testing.T) {
+func TestLegacyRowsAreAdoptedByTheStoreHoldingThem(t *testing.T) {
 	ctx := context.Background()
 	a := newTestManager(t)
 	if err := a.Create(ctx, "old"); err != nil {
@@ -193,11 +193,16 @@ func TestLegacyRowsAreAdoptedByTheFirstStore(t *testing.T) {
 	if _, err := raw.ExecContext(ctx, `UPDATE snapshots SET store = '' WHERE id = ?`, res.ID); err != nil {
 		t.Fatal(err)
 	}
+	// A first command against another store must not take it: the
+	// archive is not there.
+	if got := snapshotIDs(t, withOtherStore(t, a), "old"); len(got) != 0 {
+		t.Errorf("the other store lists %v, want nothing", got)
+	}
 	if got := snapshotIDs(t, a, "old"); strings.Join(got, ",") != res.ID {
-		t.Fatalf("first store lists %v, want the legacy row %s", got, res.ID)
+		t.Fatalf("the store holding the archive lists %v, want the legacy row %s", got, res.ID)
 	}
 	if got := snapshotIDs(t, withOtherStore(t, a), "old"); len(got) != 0 {
-		t.Errorf("second store lists %v, want nothing", got)
+		t.Errorf("after adoption the other store lists %v, want nothing", got)
 	}
 }
 

@@ -12,10 +12,9 @@
 -- the table is rebuilt; nothing references it (runs.snapshot_id is
 -- deliberately not a foreign key).
 --
--- Rows written before this migration get store = ''. They are adopted by the
--- first store that opens the catalog after the upgrade (DB.AdoptSnapshots,
--- called by the profiles package before its first snapshot query): before
--- 0002 a catalog was used with one store in practice, the default one.
+-- Rows written before this migration get store = ''. Each is adopted by the
+-- store in which the profiles package finds its archive (DB.LegacySnapshots,
+-- DB.AdoptSnapshots, before its first snapshot query).
 
 CREATE TABLE snapshots_v2 (
     store          TEXT NOT NULL DEFAULT '',
