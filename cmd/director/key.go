@@ -111,6 +111,10 @@ func keyRecipient(c *cli.Context) error {
 		return errcode.New(errcode.InvalidInput, "key recipient takes at most one FILE, got %d arguments", c.NArg()).
 			WithHint("usage: director key recipient [FILE]")
 	}
+	if path == "" {
+		return errcode.New(errcode.InvalidInput, "key recipient needs an identity file").
+			WithHint("give it as FILE, or set DIRECTOR_AGE_IDENTITY (--age-identity); create one with: director key generate")
+	}
 	ids, err := encrypt.LoadIdentities(path)
 	if err != nil {
 		return err
