@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -332,7 +333,7 @@ func (d *decoder) decode(data []byte) *Workflow {
 	seen := map[string]kv{}
 	for _, k := range top {
 		seen[k.key] = k
-		if !contains(topKeys(), k.key) {
+		if !slices.Contains(topKeys(), k.key) {
 			d.unknown(k, "", topKeys())
 		}
 	}
@@ -435,15 +436,6 @@ func (d *decoder) decode(data []byte) *Workflow {
 		d.add(1, "steps", "required: the list of steps to run")
 	}
 	return w
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func browserKeys() []string { return []string{"headless", "viewport", "timeout"} }
@@ -712,7 +704,7 @@ func (d *decoder) action(st *Step, a kv, field string, w *Workflow) {
 	case isMapping(a.val):
 		kvs, _ := d.mapping(a.val, field, a.line)
 		for _, e := range kvs {
-			if !contains(spec.keys, e.key) {
+			if !slices.Contains(spec.keys, e.key) {
 				d.unknown(e, field, spec.keys)
 				continue
 			}
