@@ -29,4 +29,10 @@
 //	/slow[?ms=N]        answers after the delay (default Options.SlowDelay)
 //	/invalidate[?user=U]  kills the server-side sessions of U (all users when empty); prints the count
 //	/widgets            input#name, select#color, button#go writing to #out, #later shown after 300 ms, ul#items
+//	/popups             a#popup-link (target=_blank) and button#open-popup (window.open) open /popup,
+//	                    button#blocked-popup opens blocked.test in a new window; p#note shows messages from popups
+//	/popup[?via=V]      h1 "Popup", p#via V, p#opener, button#close-me (tells the opener, then window.close()),
+//	                    button#open-nested opens another popup
+//	/stale              input#editor: a placeholder the page swaps for a fresh input on its first focus;
+//	                    button#rerender: replaced by a copy the first time its layout is read; #clicks counts clicks
 package testsite

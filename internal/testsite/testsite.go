@@ -238,6 +238,7 @@ func (s *Site) routes() http.Handler {
 	mux.HandleFunc("/slow", s.slow)
 	mux.HandleFunc("/invalidate", s.invalidate)
 	mux.HandleFunc("/widgets", s.widgets)
+	s.popupRoutes(mux)
 	mux.HandleFunc("/favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
