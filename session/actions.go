@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
@@ -60,6 +64,17 @@ func (s *Session) actionCtx(ctx context.Context, t *tab, timeout time.Duration) 
 	actx, cancel := context.WithTimeout(t.ctx, timeout)
 	stop1 := context.AfterFunc(ctx, cancel)
 	stop2 := context.AfterFunc(s.ctx, cancel)
+	// A page that closes (a popup closing itself) ends the action at once:
+	// some waits would otherwise sit on the dead page until the timeout.
+	if gone, err := chromedp.Detached(t.ctx); err == nil {
+		go func() {
+			select {
+			case <-gone:
+				cancel()
+			case <-actx.Done():
+			}
+		}()
+	}
 	return actx, func() {
 		stop1()
 		stop2()
@@ -88,7 +103,7 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 				return err
 			}))
 		}
-		steps = append(steps, chromedp.SendKeys(chromedp.CSS(a.Selector), a.Text, chromedp.NodeVisible))
+		steps = append(steps, sendKeys(a.Selector, a.Text))
 		err = s.element(actx, ctx, t, a.Selector, chromedp.Steps(steps...))
 	case ActPress:
 		key, ok := KeyByName(a.Key)
@@ -96,7 +111,7 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 			return res, errcode.New(errcode.InvalidAction, "unknown key %q", a.Key).WithHint("use one character or a name such as Enter, Tab, Escape, ArrowDown")
 		}
 		if a.Selector != "" {
-			err = s.element(actx, ctx, t, a.Selector, chromedp.SendKeys(chromedp.CSS(a.Selector), key, chromedp.NodeVisible))
+			err = s.element(actx, ctx, t, a.Selector, sendKeys(a.Selector, key))
 		} else {
 			err = s.cdpErr(chromedp.Do(actx, chromedp.KeyEvent(key)), "press %s", a.Key)
 		}
@@ -151,12 +166,12 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 	case ActOpenTab:
 		res.Tab, err = s.openTab(ctx, a)
 		if err == nil {
-			nt, _ := s.tabFor(res.Tab)
+			nt, _ := s.tabFor(ctx, res.Tab)
 			t = nt
 		}
 	case ActSwitchTab:
 		var nt *tab
-		if nt, err = s.tabFor(a.Tab); err == nil {
+		if nt, err = s.tabFor(actx, a.Tab); err == nil {
 			s.mu.Lock()
 			s.cur = nt
 			s.mu.Unlock()
@@ -166,7 +181,7 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 		}
 	case ActCloseTab:
 		res.Tab, err = s.closeTab(actx, t, a.Tab)
-		if c, e := s.tabFor(""); e == nil {
+		if c, e := s.tabFor(ctx, ""); e == nil {
 			t = c
 		}
 	case ActLoginCheck:
@@ -174,10 +189,96 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 	default:
 		err = errcode.New(errcode.InvalidAction, "unknown action %q", a.Type).WithHint("use navigate, click, type, press, select, wait_for, extract, screenshot, evaluate, assert, sleep, open_tab, switch_tab or close_tab")
 	}
+	if err != nil && t != nil && (errors.Is(err, chromedp.ErrTargetDetached) || tabClosed(t.ctx)) {
+		err = s.closedUnder(t, a, err)
+	}
 	if t != nil {
 		res.URL = s.urlOf(t)
 	}
 	return res, err
+}
+
+// closedUnder judges an action whose page closed while it ran. A click, a
+// key press or a script can close their own window (a popup's "Done"
+// button, window.close()): that is the action's effect, and it succeeded;
+// the tab leaves the session when its target is destroyed. Any other
+// action could not finish.
+func (s *Session) closedUnder(t *tab, a Action, err error) error {
+	switch a.Type {
+	case ActClick, ActPress, ActEvaluate:
+		return nil
+	}
+	s.mu.Lock()
+	open := s.openHandlesLocked()
+	s.mu.Unlock()
+	return errcode.Hinted(err, errcode.TabNotFound,
+		"the page closed itself; act on it before the step that closes it, then switch_tab to another tab (open: "+open+")",
+		"tab %s closed during %s", t.handle, a.Type)
+}
+
+// errDetached is the cause of element_stale when the element an action
+// resolved left the document before the action used it.
+var errDetached = errors.New("the element left the document")
+
+// sendKeys focuses the first visible element matching sel and types keys
+// into it. Unlike chromedp.SendKeys it checks, after the focus, that the
+// element is still in the document: a page that swaps an element on focus
+// (a placeholder replaced by the real editor) would otherwise receive the
+// keys nowhere, and the step would pass with the text lost. That case is
+// element_stale, which a step's retries act on.
+func sendKeys(sel, keys string) chromedp.Action[chromedp.Void] {
+	return chromedp.QueryAfter(chromedp.CSS(sel), func(ctx context.Context, t *chromedp.Target, nodes []*chromedp.Node) (chromedp.Void, error) {
+		if len(nodes) == 0 {
+			return chromedp.Void{}, fmt.Errorf("no element matches %s", sel)
+		}
+		n := nodes[0]
+		// A page that is not in front gets no focus events until the
+		// first key arrives; in front, the focus below fires them now, so
+		// that a page that swaps the element on focus does it before the
+		// check.
+		if _, err := cdp.Call(ctx, t, page.BringToFront, cdp.Empty{}); err != nil {
+			return chromedp.Void{}, err
+		}
+		if _, err := cdp.Call(ctx, t, dom.Focus, dom.FocusParams{NodeID: n.NodeID}); err != nil {
+			return chromedp.Void{}, err
+		}
+		connected, err := isConnected(ctx, t, n.NodeID)
+		if err != nil && !staleMessage(err.Error()) {
+			return chromedp.Void{}, err
+		}
+		if !connected {
+			return chromedp.Void{}, errcode.Hinted(errDetached, errcode.ElementStale,
+				"the page replaced the element when it got the focus; set retries on the step (or wait_for the element the page puts in its place)",
+				"%s left the page when it was focused, before the keys were sent", sel)
+		}
+		return chromedp.KeyEvent(keys)(ctx, t)
+	}, chromedp.NodeVisible)
+}
+
+// isConnected reports whether the node is still in its document.
+func isConnected(ctx context.Context, t *chromedp.Target, id cdp.NodeID) (bool, error) {
+	r, err := cdp.Call(ctx, t, dom.ResolveNode, dom.ResolveNodeParams{NodeID: id})
+	if err != nil {
+		return false, err
+	}
+	if r.Object == nil || r.Object.ObjectID == "" {
+		return false, nil
+	}
+	defer func() {
+		_, _ = cdp.Call(ctx, t, runtime.ReleaseObject, runtime.ReleaseObjectParams{ObjectID: r.Object.ObjectID})
+	}()
+	res, err := cdp.Call(ctx, t, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+		FunctionDeclaration: `function() { return this.isConnected; }`,
+		ObjectID:            r.Object.ObjectID,
+		ReturnByValue:       &[]bool{true}[0],
+	})
+	if err != nil {
+		return false, err
+	}
+	if res.ExceptionDetails != nil || res.Result == nil {
+		return false, fmt.Errorf("cannot tell whether the element is in the page")
+	}
+	return string(res.Result.Value) == "true", nil
 }
 
 // browserTarget is the browser-level session of tab t's browser.
@@ -283,7 +384,7 @@ func (s *Session) waitFor(actx context.Context, t *tab, a Action) error {
 func pollRetry[T any](actx context.Context, expr string) (T, error) {
 	for {
 		v, err := chromedp.Run(actx, chromedp.Poll[T](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0)))
-		if err == nil || actx.Err() != nil || !navigatedAway(err) {
+		if err == nil || actx.Err() != nil || !navigatedAway(err) || tabClosed(actx) {
 			return v, err
 		}
 		select {
@@ -291,6 +392,21 @@ func pollRetry[T any](actx context.Context, expr string) (T, error) {
 			return v, actx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// tabClosed reports whether the tab of actx is gone (its page closed):
+// then no retry can succeed.
+func tabClosed(actx context.Context) bool {
+	ch, err := chromedp.Detached(actx)
+	if err != nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -450,7 +566,7 @@ func (s *Session) closeTab(actx context.Context, cur *tab, handle string) (strin
 	t := cur
 	if handle != "" {
 		var err error
-		if t, err = s.tabFor(handle); err != nil {
+		if t, err = s.tabFor(actx, handle); err != nil {
 			return "", err
 		}
 	}
@@ -466,9 +582,11 @@ func (s *Session) closeTab(actx context.Context, cur *tab, handle string) (strin
 		}
 	}
 	s.tabs = rest
+	s.gone[t.handle] = "close_tab closed it"
 	if s.cur == t {
 		s.cur = rest[len(rest)-1]
 	}
+	s.notifyLocked()
 	s.mu.Unlock()
 	if t.cancel != nil {
 		t.cancel()

@@ -55,6 +55,7 @@ type Session struct {
 	actions      int
 	tabs         []*tab
 	cur          *tab
+	curGone      *tab // the current tab, when its page closed it (see popups.go)
 	nextTab      int
 	browser      Browser
 	fatal        error // set when a limit or the blocklist ends the session
@@ -63,6 +64,13 @@ type Session struct {
 	endReason    EndReason
 	idle         *time.Timer
 	maxT         *time.Timer
+	// Popups (see popups.go): pages a tab opened that have no handle yet,
+	// handles given to popups still being attached, and why the tab of a
+	// handle went away.
+	pending  map[target.ID]*pendingPopup
+	reserved map[string]bool
+	gone     map[string]string
+	changed  chan struct{} // closed and replaced on every change of the above or of tabs
 
 	ctx    context.Context // lives until the session ends
 	cancel context.CancelCauseFunc
@@ -73,8 +81,10 @@ type tab struct {
 	handle   string
 	ctx      context.Context
 	cancel   context.CancelFunc // nil for the browser's first tab
-	targetID target.ID
-	url      string // guarded by Session.mu
+	targetID target.ID          // guarded by Session.mu
+	url      string             // guarded by Session.mu
+	popup    bool               // opened by a page of the session, not by open_tab
+	opener   string             // the handle of the tab that opened the popup, when known
 }
 
 // New returns a session in state created. Start launches its browser.
@@ -99,7 +109,8 @@ func New(o Options) (*Session, error) {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	return &Session{o: o, id: o.ID, state: StateCreated, ctx: ctx, cancel: cancel, done: make(chan struct{})}, nil
+	return &Session{o: o, id: o.ID, state: StateCreated, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		pending: map[target.ID]*pendingPopup{}, reserved: map[string]bool{}, gone: map[string]string{}, changed: make(chan struct{})}, nil
 }
 
 // ID is the session id.
@@ -136,7 +147,7 @@ func (s *Session) Info() Info {
 		in.EndReason = s.endReason
 	}
 	for _, t := range s.tabs {
-		in.Tabs = append(in.Tabs, TabInfo{Handle: t.handle, URL: t.url, Current: t == s.cur})
+		in.Tabs = append(in.Tabs, TabInfo{Handle: t.handle, URL: t.url, Current: t == s.cur, Opener: t.opener})
 	}
 	return in
 }
@@ -175,6 +186,10 @@ func (s *Session) Start(ctx context.Context) error {
 		s.end(ctx, EndFailed, err)
 		return err
 	}
+	if err := s.follow(b); err != nil {
+		s.end(ctx, EndFailed, err)
+		return err
+	}
 	s.watch(b)
 	s.mu.Lock()
 	if s.o.MaxDuration > 0 {
@@ -200,7 +215,9 @@ func (s *Session) attach(t *tab) error {
 	if c == nil || c.Target == nil {
 		return errcode.New(errcode.Internal, "session: the browser context has no tab").WithHint("this is a bug in director; report it")
 	}
+	s.mu.Lock()
 	t.targetID = c.Target.TargetID
+	s.mu.Unlock()
 	if err := chromedp.Listen(t.ctx, func(ev any) {
 		switch ev := ev.(type) {
 		case *page.EventFrameNavigated:
@@ -208,7 +225,7 @@ func (s *Session) attach(t *tab) error {
 				s.setURL(t, ev.Frame.URL+ev.Frame.URLFragment)
 			}
 		case *page.EventNavigatedWithinDocument:
-			if string(ev.FrameID) == string(t.targetID) {
+			if string(ev.FrameID) == string(c.Target.TargetID) {
 				s.setURL(t, ev.URL)
 			}
 		}
@@ -223,8 +240,9 @@ func (s *Session) attach(t *tab) error {
 		s.nextTab++
 		t.handle = fmt.Sprintf("t%d", s.nextTab)
 		s.tabs = append(s.tabs, t)
+		s.notifyLocked()
 	}
-	if s.cur == nil {
+	if s.cur == nil && !t.popup {
 		s.cur = t
 	}
 	s.mu.Unlock()
@@ -259,6 +277,11 @@ func (s *Session) guard(b Browser) error {
 	bs := c.Browser
 	if err := chromedp.ListenBrowser(ctx, func(ev any) {
 		if ev, ok := ev.(*fetch.EventRequestPaused); ok {
+			if ev.Request != nil {
+				// Here, on the browser's message loop: a popup's first
+				// request comes before its commit (see popups.go).
+				s.refusePopup(ev.FrameID, ev.Request.URL)
+			}
 			go s.onRequestPaused(ctx, bs, ev)
 		}
 	}); err != nil {
@@ -520,26 +543,14 @@ func (s *Session) usable() error {
 	return nil
 }
 
-// tabFor resolves the tab an action runs on.
-func (s *Session) tabFor(handle string) (*tab, error) {
+// anyTab returns an open tab, nil when there is none.
+func (s *Session) anyTab() *tab {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if handle == "" {
-		if s.cur == nil {
-			return nil, errcode.New(errcode.TabNotFound, "session %s has no open tab", s.id).WithHint("open one with open_tab")
-		}
-		return s.cur, nil
+	if len(s.tabs) == 0 {
+		return nil
 	}
-	for _, t := range s.tabs {
-		if t.handle == handle {
-			return t, nil
-		}
-	}
-	var hs []string
-	for _, t := range s.tabs {
-		hs = append(hs, t.handle)
-	}
-	return nil, errcode.New(errcode.TabNotFound, "no tab %s in session %s", handle, s.id).WithHint("open tabs: %s", strings.Join(hs, ", "))
+	return s.tabs[0]
 }
 
 // Do runs one action and records it in the audit trail. The blocklist is
@@ -560,7 +571,22 @@ func (s *Session) Do(ctx context.Context, a Action) (Result, error) {
 	}
 	var t *tab
 	if err == nil {
-		t, err = s.tabFor(handle)
+		// A named tab may be a popup that is still opening: wait for it
+		// as long as the action may take.
+		timeout := a.Timeout
+		if timeout <= 0 {
+			timeout = s.o.ActionTimeout
+		}
+		wctx, cancel := context.WithTimeout(ctx, timeout)
+		t, err = s.tabFor(wctx, handle)
+		cancel()
+		if err != nil && handle == "" && (a.Type == ActSwitchTab || a.Type == ActOpenTab || a.Type == ActCloseTab && a.Tab != "") {
+			// The current tab closed itself: these actions name where to
+			// go on, and run from any open tab.
+			if other := s.anyTab(); other != nil {
+				t, err = other, nil
+			}
+		}
 	}
 	activity := a.Type != ActSleep // a sleeping session is idle
 	if err == nil {
@@ -682,15 +708,26 @@ func (s *Session) cdpErr(err error, format string, args ...any) error {
 	if errors.As(err, &ce) {
 		return err
 	}
-	msg := err.Error()
 	switch {
-	case strings.Contains(msg, "No node with given id") || strings.Contains(msg, "Could not find node") ||
-		strings.Contains(msg, "Node with given id does not belong") || strings.Contains(msg, "Cannot find context with specified id"):
+	case staleMessage(err.Error()):
 		return errcode.Hinted(err, errcode.ElementStale, "the page changed under the action; add a wait_for before it or set retries", format, args...)
 	case errors.Is(err, context.DeadlineExceeded):
 		return errcode.Hinted(err, errcode.Timeout, "raise the step's timeout or browser.timeout", format, args...)
 	}
 	return errcode.Wrap(err, errcode.Internal, format, args...)
+}
+
+// staleMessage reports whether a CDP error message says that the node an
+// action resolved left the document (or its page's JavaScript context went
+// away) before the action used it.
+func staleMessage(msg string) bool {
+	for _, m := range []string{"No node with given id", "Could not find node", "Node with given id does not belong",
+		"Node is detached from document", "Cannot find context with specified id"} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // Restart closes the browser gracefully, calls between (for example a
@@ -754,14 +791,23 @@ func (s *Session) Restart(ctx context.Context, between func(context.Context) err
 	s.browser = nb
 	s.tabs = nil
 	s.cur = nil
+	clear(s.pending)
+	clear(s.reserved)
+	s.notifyLocked()
 	s.mu.Unlock()
 	s.watch(nb)
 	if err := s.guard(nb); err != nil {
 		go s.end(context.WithoutCancel(ctx), EndFailed, err)
 		return errors.Join(betweenErr, err)
 	}
+	if err := s.follow(nb); err != nil {
+		go s.end(context.WithoutCancel(ctx), EndFailed, err)
+		return errors.Join(betweenErr, err)
+	}
 	for i, old := range tabs {
-		t := &tab{handle: old.handle}
+		// A popup comes back as a plain tab at its URL: same handle, no
+		// window.opener any more.
+		t := &tab{handle: old.handle, popup: old.popup, opener: old.opener}
 		if i == 0 {
 			t.ctx = nb.Context()
 		} else {

@@ -55,6 +55,19 @@ const (
 	EventSessionEnd   = "session_end"
 )
 
+// Action values of the EventAction events that a page causes rather than a
+// step.
+const (
+	// EventActionPopup: a tab of the session opened a new page (a
+	// target=_blank link, window.open) and it became tab Tab; Detail names
+	// the opener ("opened by t1"). A popup that closed before it could be
+	// attached has Code tab_not_found.
+	EventActionPopup = "popup"
+	// EventActionTabClosed: tab Tab went away without close_tab (the page
+	// closed itself, or crashed); Detail says which.
+	EventActionTabClosed = "tab_closed"
+)
+
 // Event is one audit event. It never holds typed text, evaluated values,
 // cookie values or credentials: Detail names a selector, a length, an end
 // reason or a blocked host.
@@ -158,6 +171,9 @@ type TabInfo struct {
 	Handle  string `json:"handle"`
 	URL     string `json:"url"`
 	Current bool   `json:"current"`
+	// Opener is the handle of the tab whose page opened this one (a
+	// popup); "" for tabs the session opened.
+	Opener string `json:"opener,omitempty"`
 }
 
 // Info is a snapshot of a session's bookkeeping.
