@@ -11,6 +11,12 @@
 // so a blocked request is failed before it leaves the browser. A blocked domain ends the session with domain_blocked; a login
 // wall or a CAPTCHA frame pauses it with human_required.
 //
+// A new window that a page of the session opens (a target=_blank link,
+// window.open) becomes the next tab handle once its first page commits, unless
+// the blocklist refused it; a step reaches it by that handle. A page that
+// closes itself leaves the tabs, and its handle fails with tab_not_found
+// (see popups.go).
+//
 // Every start, action and end is an Event sent to an AuditSink. Typed text
 // and evaluated values are never part of an event; at most their length is.
 //
