@@ -60,9 +60,13 @@ func Restore(ctx context.Context, r io.Reader, profileDir string, opts RestoreOp
 	if err != nil {
 		return nil, internal(err, "opening %s", tmp)
 	}
-	out := newRootSink(root)
+	out := newWriterSink(root, restoreWriters)
 	m, err := readArchive(ctx, r, opts.ExtractOptions, out)
-	out.close()
+	// Always wait for the writers, even after a failure: the deferred
+	// RemoveAll must not race a writer still creating files in tmp.
+	if werr := out.wait(); err == nil {
+		err = werr
+	}
 	root.Close()
 	if err != nil {
 		return nil, err
