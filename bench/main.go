@@ -176,10 +176,11 @@ func runCase(work, name, tree string, files, reps, level int, restore bool) case
 	}
 	logf("[%s] restore x%d ...", name, reps)
 	// Every run restores into an empty dst. The previous run's tree is moved
-	// aside, not deleted: ext4 skips inodes freed in the last 60-300 s when
-	// it allocates new ones (recently_deleted in fs/ext4/ialloc.c), and perf
-	// showed that scan taking most of a restore right after a 150 MB delete,
-	// by an amount that changed from run to run for every tool alike.
+	// aside, not deleted: ext4 without a journal (as on the development
+	// machine) skips inodes freed in the last 60-360 s when it allocates new
+	// ones (recently_deleted in fs/ext4/ialloc.c), and perf showed that scan
+	// taking most of a restore right after a 150 MB delete, by an amount that
+	// changed from run to run for every tool alike.
 	dst := filepath.Join(work, "dst")
 	aside := filepath.Join(work, "restored")
 	os.MkdirAll(aside, 0o700)
