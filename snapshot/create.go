@@ -25,26 +25,19 @@ import (
 
 // DefaultLevel is the zstd level Create uses when CreateOptions.Level is 0:
 // klauspost's SpeedDefault (about zstd -3). Chosen by measurement
-// (go run ./bench -level N -restore=false, 150 MB tree, medians of 3): level 3
-// is as fast as `tar -I 'zstd -3 -T0'` (0.36 s each) and about 10x faster
-// than `tar czf`, with an archive 0.5% larger than zstd -3's, because
-// independent frames cannot refer back across their boundaries and the
-// manifest's hex hashes (about 170 KB) do not compress; level 7
-// (SpeedBetterCompression) is 1.2% smaller than zstd -3 but 1.5x slower.
+// (go run ./bench -level N -restore=false, 150 MB tree): level 3 is as fast
+// as `tar -I 'zstd -3 -T0'` and about 10x faster than `tar czf`; level 7
+// (SpeedBetterCompression) is about 1.5% smaller but 1.5x slower.
 const DefaultLevel = 3
 
-// frameChunk is how much of the tar stream goes into one zstd frame. Frames
-// are compressed independently and in parallel; bigger frames compress a
-// little better (each starts without history) and cost memory: the peak is
-// about (workers+1) × 2 × frameChunk plus one encoder (history and tables,
-// about 3 × frameChunk at SpeedBetterCompression) per worker.
+// frameChunk is how much of the tar stream one worker compresses at a time
+// (see frameWriter). Bigger chunks compress a little better and cost memory:
+// the peak is about (workers+1) × 2 × frameChunk plus one encoder (history
+// and tables, about 3 × frameChunk at SpeedBetterCompression) per worker.
+// The zstd window Create declares, and its encoders keep to, is
+// frameWindow(frameChunk): well under the decoder's bound (decoderMaxWindow)
+// and under what `zstd -d` accepts without --long.
 const frameChunk = 4 << 20
-
-// encoderWindow is the largest zstd window Create writes: a frame holds at
-// most frameChunk bytes and declares its content size. It stays well under
-// the decoder's bound (decoderMaxWindow) and under what `zstd -d` accepts
-// without --long.
-const encoderWindow = frameChunk
 
 // CreateOptions configures Create.
 type CreateOptions struct {
@@ -81,9 +74,9 @@ type fileState struct {
 // precedes the archiving pass; a file that changes between the two passes
 // fails the snapshot (profile_in_use). The returned manifest has ArchiveKey,
 // ArchiveSize and ArchiveSHA256 empty: the caller measures its output stream.
-// The stream is a sequence of independent zstd frames of frameChunk bytes of
-// tar each, compressed by Concurrency workers in parallel (see frameWriter);
-// any zstd reader reads it as one stream. Create does not close w.
+// The stream is one zstd frame whose chunks of frameChunk bytes of tar are
+// compressed by Concurrency workers in parallel, each with the end of the
+// chunk before it as history (see frameWriter). Create does not close w.
 func Create(ctx context.Context, dir string, w io.Writer, opts CreateOptions) (*Manifest, error) {
 	excludes := opts.Excludes
 	if excludes == nil {

@@ -64,34 +64,27 @@ func zstdFrames(t testing.TB, b []byte) []int {
 	return sizes
 }
 
-// A tree larger than a frame makes an archive of several independent zstd
-// frames; plain `tar --zstd`, Verify and Restore all read it whole.
-func TestCreateMultiFrameArchiveExtracts(t *testing.T) {
+// A tree of several chunks makes an archive of one zstd frame, as
+// `zstd -T0` does, with a window that holds a chunk; plain `tar --zstd`,
+// Verify and Restore all read it whole.
+func TestCreateArchiveIsOneFrame(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "profile")
 	genTree(t, src, 3*frameChunk+frameChunk/2, 11)
 	m, arc := createArchive(t, src, CreateOptions{Excludes: []string{}})
-	frames := zstdFrames(t, arc)
-	if len(frames) < 4 {
-		t.Fatalf("archive of %d bytes unpacking to more than %d has %d zstd frames, want at least 4", len(arc), 3*frameChunk, len(frames))
+	window, blocks := oneFrame(t, arc)
+	if window != frameWindow(frameChunk) {
+		t.Errorf("archive declares a %d-byte window, want %d", window, frameWindow(frameChunk))
 	}
-	// Each frame decodes on its own: nothing refers across a boundary.
+	if len(blocks) < 3*frameChunk/rawBlock {
+		t.Errorf("archive of more than %d bytes of tar has %d blocks", 3*frameChunk, len(blocks))
+	}
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
 	must(t, err)
 	defer dec.Close()
-	rest, total := arc, 0
-	for i, n := range frames {
-		out, err := dec.DecodeAll(rest[:n], nil)
-		if err != nil {
-			t.Fatalf("frame %d alone: %v", i, err)
-		}
-		if i < len(frames)-1 && len(out) != frameChunk {
-			t.Errorf("frame %d holds %d bytes, want %d", i, len(out), frameChunk)
-		}
-		total += len(out)
-		rest = rest[n:]
-	}
-	if total%512 != 0 || total < int(m.RawSize) {
-		t.Errorf("frames hold %d bytes of tar for %d bytes of files", total, m.RawSize)
+	out, err := dec.DecodeAll(arc, nil)
+	must(t, err)
+	if len(out)%512 != 0 || len(out) < int(m.RawSize) {
+		t.Errorf("frame holds %d bytes of tar for %d bytes of files", len(out), m.RawSize)
 	}
 
 	if _, err := Verify(context.Background(), bytes.NewReader(arc), ExtractOptions{}); err != nil {
@@ -183,7 +176,7 @@ func TestCreateStopsWorkersMidway(t *testing.T) {
 				t.Fatalf("Create stopped before writing anything: %v", err)
 			}
 			if w.writes > 2 {
-				t.Errorf("Create went on writing %d frames after it was stopped", w.writes-1)
+				t.Errorf("Create went on writing %d chunks after it was stopped", w.writes-1)
 			}
 			// Create waits for its goroutines; allow the runtime a moment
 			// for its own bookkeeping.

@@ -5,8 +5,10 @@
 // in parallel, and then streams a tar archive whose first entry is
 // .director/manifest.json (format version, profile, Chrome version, every
 // entry with type, size, mode and sha256). The tar stream is cut into 4 MiB
-// chunks compressed as independent zstd frames on every core and written in
-// order, so memory stays bounded and the output is one ordinary zstd stream.
+// chunks compressed on every core, each with the last 256 KiB of the one
+// before as history, and their blocks are written in order as one zstd
+// frame, as `zstd -T0` writes it: memory stays bounded and matches reach
+// across chunk boundaries.
 // A file that changes between the hashing pass and the archiving pass fails
 // the snapshot. Plain `tar --zstd -xf` reads the archives.
 //

@@ -28,7 +28,7 @@ const (
 )
 
 // decoderMaxWindow bounds the zstd window a stream may ask for, and so the
-// decoder's memory. Create writes encoderWindow.
+// decoder's memory. Create writes frameWindow(frameChunk).
 const decoderMaxWindow = 16 << 20
 
 // ExtractOptions bounds what reading an archive may cost. Zero fields take
