@@ -3,7 +3,6 @@ package snapshot
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -25,34 +24,17 @@ func zstdFrames(t testing.TB, b []byte) []int {
 	t.Helper()
 	var sizes []int
 	for len(b) > 0 {
-		if len(b) < 6 || binary.LittleEndian.Uint32(b) != 0xFD2FB528 {
-			t.Fatalf("frame %d: no zstd magic", len(sizes))
+		n, err := frameHeaderLen(b)
+		if err != nil {
+			t.Fatalf("frame %d: %v", len(sizes), err)
 		}
-		fhd := b[4]
-		single := fhd&0x20 != 0
-		n := 5
-		if !single {
-			n++ // window descriptor
-		}
-		n += []int{0, 1, 2, 4}[fhd&3] // dictionary id
-		fcs := []int{0, 2, 4, 8}[fhd>>6]
-		if fcs == 0 && single {
-			fcs = 1
-		}
-		n += fcs
 		for last := false; !last; {
-			if len(b) < n+3 {
+			var ok bool
+			if _, last, n, ok = blockAt(b, n); !ok {
 				t.Fatalf("frame %d: truncated block header", len(sizes))
 			}
-			h := int(b[n]) | int(b[n+1])<<8 | int(b[n+2])<<16
-			last = h&1 != 0
-			size := h >> 3
-			if (h>>1)&3 == 1 { // RLE: one byte repeated size times
-				size = 1
-			}
-			n += 3 + size
 		}
-		if fhd&4 != 0 {
+		if b[4]&fhdChecksum != 0 {
 			n += 4 // content checksum
 		}
 		if n > len(b) {

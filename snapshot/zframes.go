@@ -320,11 +320,11 @@ func (fw *frameWriter) shutdown() {
 	fw.wg.Wait()
 }
 
-// frameBlocks finds the blocks of the one zstd frame that f holds: they are
-// f[start:end], and the last one's header is at f[last].
-func frameBlocks(f []byte) (start, end, last int, err error) {
+// frameHeaderLen returns the length of the zstd frame header at the start
+// of f (RFC 8878, 3.1.1.1).
+func frameHeaderLen(f []byte) (int, error) {
 	if len(f) < 6 || binary.LittleEndian.Uint32(f) != frameMagic {
-		return 0, 0, 0, fmt.Errorf("encoder output is not a zstd frame")
+		return 0, fmt.Errorf("not a zstd frame")
 	}
 	fhd := f[4]
 	single := fhd&fhdSingleSeg != 0
@@ -337,26 +337,42 @@ func frameBlocks(f []byte) (start, end, last int, err error) {
 	if fcs == 0 && single {
 		fcs = 1
 	}
-	n += fcs
-	start = n
-	for {
-		if len(f) < n+3 {
+	return n + fcs, nil
+}
+
+// blockAt reads the block header at f[n]: the block's type (0 raw, 1 RLE,
+// 2 compressed), whether it is the frame's last, and where the next one
+// starts. ok is false when f ends inside the header.
+func blockAt(f []byte, n int) (typ int, last bool, next int, ok bool) {
+	if len(f) < n+3 {
+		return 0, false, 0, false
+	}
+	h := int(f[n]) | int(f[n+1])<<8 | int(f[n+2])<<16
+	typ, size := (h>>1)&3, h>>3
+	if typ == 1 { // RLE: one byte, repeated size times
+		size = 1
+	}
+	return typ, h&blockLast != 0, n + 3 + size, true
+}
+
+// frameBlocks finds the blocks of the one zstd frame that f holds: they are
+// f[start:end], and the last one's header is at f[last].
+func frameBlocks(f []byte) (start, end, last int, err error) {
+	start, err = frameHeaderLen(f)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("encoder output: %w", err)
+	}
+	for n := start; ; {
+		_, isLast, next, ok := blockAt(f, n)
+		if !ok {
 			return 0, 0, 0, fmt.Errorf("encoder output ends inside a block header")
 		}
-		h := int(f[n]) | int(f[n+1])<<8 | int(f[n+2])<<16
-		size := h >> 3
-		if (h>>1)&3 == 1 { // RLE: one byte, repeated size times
-			size = 1
+		if isLast {
+			if next > len(f) {
+				return 0, 0, 0, fmt.Errorf("encoder output ends inside a block")
+			}
+			return start, next, n, nil
 		}
-		if h&blockLast != 0 {
-			last = n
-			n += 3 + size
-			break
-		}
-		n += 3 + size
+		n = next
 	}
-	if n > len(f) {
-		return 0, 0, 0, fmt.Errorf("encoder output ends inside a block")
-	}
-	return start, n, last, nil
 }

@@ -38,7 +38,7 @@ func textBytes(n int) []byte {
 }
 
 // zblock is one block of a zstd frame: where its header sits, its type
-// (0 raw, 1 RLE, 2 compressed) and its size field.
+// (0 raw, 1 RLE, 2 compressed) and how many bytes follow its header.
 type zblock struct{ at, typ, size int }
 
 // oneFrame checks that b is exactly one zstd frame with a content checksum
@@ -55,18 +55,13 @@ func oneFrame(t testing.TB, b []byte) (window int, blocks []zblock) {
 	}
 	wd := int(b[5])
 	window = 1<<(10+wd>>3) + (1<<(10+wd>>3))/8*(wd&7)
-	n := 6 + []int{0, 2, 4, 8}[fhd>>6]
-	for {
-		h := int(b[n]) | int(b[n+1])<<8 | int(b[n+2])<<16
-		blk := zblock{at: n, typ: (h >> 1) & 3, size: h >> 3}
+	n, err := frameHeaderLen(b)
+	must(t, err)
+	for last := false; !last; {
+		blk := zblock{at: n}
+		blk.typ, last, n, _ = blockAt(b, n)
+		blk.size = n - blk.at - 3
 		blocks = append(blocks, blk)
-		n += 3 + blk.size
-		if blk.typ == 1 {
-			n += 1 - blk.size
-		}
-		if h&1 != 0 {
-			break
-		}
 	}
 	return window, blocks
 }
@@ -261,17 +256,14 @@ func TestEncodeChunkStoresOnlyRandomChunks(t *testing.T) {
 			// Blocks we stored end unmarked; the encoder marks its last.
 			stored := last < 0
 			for n := start; n < end; {
-				h := int(out[n]) | int(out[n+1])<<8 | int(out[n+2])<<16
-				if stored && (h>>1)&3 != 0 {
-					t.Fatalf("stored chunk has a block of type %d", (h>>1)&3)
+				typ, isLast, next, _ := blockAt(out, n)
+				if stored && typ != 0 {
+					t.Fatalf("stored chunk has a block of type %d", typ)
 				}
-				if h&1 != 0 && n != last {
+				if isLast && n != last {
 					t.Fatalf("block at %d is marked last, want %d", n, last)
 				}
-				n += 3 + h>>3
-				if (h>>1)&3 == 1 {
-					n += 1 - h>>3
-				}
+				n = next
 			}
 			if stored != tc.stored {
 				t.Errorf("stored raw = %v, want %v (%d bytes of blocks for %d in)", stored, tc.stored, end-start, len(tc.in))
