@@ -263,13 +263,15 @@ func (fw *frameWriter) Write(p []byte) (int, error) {
 
 // submit hands the chunk being filled to the workers and the flusher, with
 // a copy of the previous chunk's end as its history (the previous chunk's
-// buffer may be refilled before this one is compressed). The channels hold
-// as many jobs as there are slots, so it never blocks.
+// buffer may be refilled before this one is compressed). The job takes the
+// tail buffer and gives its old history buffer, free since its last chunk
+// was written, to hold this chunk's end. The channels hold as many jobs as
+// there are slots, so it never blocks.
 func (fw *frameWriter) submit() {
 	j := fw.cur
 	fw.cur = nil
-	j.history = append(j.history[:0], fw.tail...)
-	fw.tail = append(fw.tail[:0], j.in[max(0, len(j.in)-historySize):]...)
+	j.history, fw.tail = fw.tail, j.history[:0]
+	fw.tail = append(fw.tail, j.in[max(0, len(j.in)-historySize):]...)
 	j.done = make(chan struct{})
 	fw.order <- j
 	fw.jobs <- j

@@ -83,22 +83,17 @@ func incompressible(b []byte) bool {
 // chunk into runs of raw and compressed blocks measured larger and slower
 // (every run starts with fresh tables).
 func encodeChunk(enc *zstd.Encoder, history, in, out []byte) (_ []byte, start, end, last int, err error) {
-	var room [frameHeaderSize]byte
-	out = append(out, room[:]...)
-	if len(in) == 0 {
-		return out, frameHeaderSize, frameHeaderSize, -1, nil
-	}
 	stored := true
 	for off := 0; off < len(in) && stored; off += rawBlock {
 		stored = incompressible(in[off:min(off+rawBlock, len(in))])
 	}
-	if stored {
-		out = appendRawBlocks(out, in)
+	if stored { // also an empty chunk: no blocks
+		var room [frameHeaderSize]byte
+		out = appendRawBlocks(append(out, room[:]...), in)
 		return out, frameHeaderSize, len(out), -1, nil
 	}
-	// The encoder writes a frame of its own: its header lands in the room
-	// reserved above, and frameBlocks finds the blocks after it.
-	out = out[:0]
+	// The encoder writes a frame of its own, whose header (at least
+	// frameHeaderSize bytes) is the room; frameBlocks finds the blocks after it.
 	sink := appendWriter{b: out}
 	if err := enc.ResetWithOptions(&sink, zstd.WithEncoderDictRaw(0, history)); err != nil {
 		return out, 0, 0, 0, err
