@@ -148,7 +148,7 @@ func runCase(work, name, tree string, files, reps, level int, restore bool) case
 	mdir := filepath.Join(work, "manifest-"+filepath.Base(tree))
 	os.MkdirAll(mdir, 0o700)
 	measure(1, cmd("snapshot (manifest)", arcOurs, nil, self, "child-create", tree, arcOurs, "none", lv),
-		cmd("tar -x manifest", "", nil, "tar", "-I", "zstd", "-xf", arcOurs, "-C", mdir, snapshot.ManifestPath))
+		cmd("tar -x manifest", "", nil, "tar", "-I", "zstd", "-xf", arcOurs, "-C", mdir, snapshot.ManifestPath, snapshot.DigestPath))
 
 	logf("[%s] create x%d ...", name, reps)
 	arcDef := filepath.Join(out, "snap-default.tar.zst")

@@ -173,9 +173,11 @@ func TestArchiveOpensWithPlainTar(t *testing.T) {
 		t.Fatalf("tar --zstd -xf: %v\n%s", err, b)
 	}
 	got := readTree(t, out)
-	if _, ok := got[".director/manifest.json"]; !ok {
-		t.Error("no .director/manifest.json in the archive")
+	for _, p := range []string{".director/manifest.json", ".director/digest.json"} {
+		if _, ok := got[p]; !ok {
+			t.Errorf("no %s in the archive", p)
+		}
+		delete(got, p)
 	}
-	delete(got, ".director/manifest.json")
 	sameTree(t, got, want)
 }

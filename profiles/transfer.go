@@ -549,6 +549,19 @@ func (m *Manager) Verify(ctx context.Context, name, ref string) (*VerifyResult, 
 			WithHint("the archive still restores (it carries its own manifest), but `director catalog rebuild` and other machines cannot see this snapshot: "+
 				"take a new snapshot with `director profile snapshot %s`, or re-upload %s from a copy", name, manifestKey)
 	}
+	// The stored manifest first: it holds every file's sha256 (an archive
+	// from format 2 on holds only their digest), so that the archive is
+	// checked against it and a damaged file is named. One that cannot be
+	// read, or claims another archive, is reported after the archive has
+	// been checked on its own.
+	stored, storedErr := m.getManifest(ctx, manifestKey)
+	if c := errcode.Of(storedErr); c == errcode.DecryptFailed || c == errcode.StorageUnavailable || c == errcode.Timeout {
+		return nil, storedErr
+	}
+	var expect *snapshot.Manifest
+	if storedErr == nil && stored.ID == row.ID && stored.ArchiveSHA256 == row.ArchiveSHA256 {
+		expect = stored
+	}
 	rc, obj, err := m.Store.Get(ctx, row.ObjectKey)
 	if err != nil {
 		return nil, fmt.Errorf("fetching snapshot %s: %w", row.ID, err)
@@ -565,9 +578,9 @@ func (m *Manager) Verify(ctx context.Context, name, ref string) (*VerifyResult, 
 			return nil, err
 		}
 	}
-	man, err := snapshot.Verify(ctx, body, snapshot.ExtractOptions{MaxArchiveBytes: max(m.maxSize(), row.ArchiveSize)})
+	man, err := snapshot.Verify(ctx, body, snapshot.ExtractOptions{MaxArchiveBytes: max(m.maxSize(), row.ArchiveSize), Expect: expect})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("snapshot %s: %w", row.ID, err)
 	}
 	if _, err := io.Copy(io.Discard, hr); err != nil {
 		return nil, errcode.Wrap(err, errcode.StorageUnavailable, "reading the rest of the archive")
@@ -580,12 +593,8 @@ func (m *Manager) Verify(ctx context.Context, name, ref string) (*VerifyResult, 
 		return nil, errcode.New(errcode.SnapshotCorrupt, "snapshot %s: archive manifest (id %s, %d files, %d bytes) differs from the catalog (%d files, %d bytes)", row.ID, man.ID, man.FileCount, man.RawSize, row.FileCount, row.RawSize).
 			WithHint("run `director catalog rebuild` if the catalog is stale, else treat this snapshot as damaged")
 	}
-	stored, err := m.getManifest(ctx, manifestKey)
-	if err != nil {
-		if c := errcode.Of(err); c == errcode.DecryptFailed || c == errcode.StorageUnavailable || c == errcode.Timeout {
-			return nil, err
-		}
-		return nil, errcode.Hinted(err, errcode.SnapshotCorrupt,
+	if storedErr != nil {
+		return nil, errcode.Hinted(storedErr, errcode.SnapshotCorrupt,
 			fmt.Sprintf("the archive is intact and still restores; take a new snapshot with `director profile snapshot %s`, or re-upload %s from a copy", name, manifestKey),
 			"snapshot %s: its stored manifest %s cannot be read", row.ID, manifestKey)
 	}

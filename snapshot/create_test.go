@@ -1,9 +1,9 @@
 package snapshot
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"io"
 	"os"
@@ -14,7 +14,7 @@ import (
 	"director/errcode"
 )
 
-func TestCreateDetectsChangeBetweenPasses(t *testing.T) {
+func TestCreateDetectsChangeAfterWalk(t *testing.T) {
 	for name, change := range map[string]func(p string) error{
 		"grown": func(p string) error {
 			f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
@@ -61,21 +61,45 @@ func TestCreateDetectsChangeBetweenPasses(t *testing.T) {
 	}
 }
 
-// TestHashFileRefusesSymlink covers the other window: a file that becomes a
-// symlink after the walk listed it and before the hashing pass opened it.
+// A file written to while it is being read fails the snapshot, even when
+// the writer keeps its size and puts its mtime back: the copy would mix two
+// versions of it.
+func TestCreateDetectsChangeDuringRead(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, profileTree())
+	p := filepath.Join(src, "Default", "History")
+	must(t, os.WriteFile(p, bytes.Repeat([]byte("h"), 3*hasherBufferSize), 0o600))
+	fi, err := os.Stat(p)
+	must(t, err)
+	testHookAfterRead = func(rel string) {
+		if rel == "Default/History" {
+			must(t, os.WriteFile(p, bytes.Repeat([]byte("X"), 3*hasherBufferSize), 0o600))
+			must(t, os.Chtimes(p, fi.ModTime(), fi.ModTime()))
+		}
+	}
+	defer func() { testHookAfterRead = nil }()
+	_, err = Create(context.Background(), src, io.Discard, CreateOptions{})
+	wantCode(t, err, errcode.ProfileInUse)
+}
+
+// TestCopyFileRefusesSymlink covers the other window: a file that becomes a
+// symlink after the walk listed it and before it is opened to be archived.
 // Following it would archive the target's bytes under the profile's name.
-func TestHashFileRefusesSymlink(t *testing.T) {
+func TestCopyFileRefusesSymlink(t *testing.T) {
 	dir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dir, "secret"), []byte("not the profile's"), 0o600))
 	prof := filepath.Join(dir, "profile")
 	must(t, os.Mkdir(prof, 0o700))
 	must(t, os.Symlink(filepath.Join(dir, "secret"), filepath.Join(prof, "Cookies")))
-	f := File{Path: "Cookies", Type: TypeFile}
-	var st fileState
-	err := hashFile(prof, &f, &st, sha256.New(), make([]byte, 4096))
+	f := File{Path: "Cookies", Type: TypeFile, Size: 17}
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	fh := newFileHasher([]File{f})
+	err := copyFile(prof, tw, &tar.Header{Name: f.Path, Typeflag: tar.TypeReg, Size: f.Size}, &f, fileState{size: f.Size}, fh, 0)
+	fh.wait()
 	wantCode(t, err, errcode.ProfileInUse)
-	if f.SHA256 != "" {
-		t.Errorf("hashed the symlink's target: %s", f.SHA256)
+	if fh.files[0].SHA256 != "" || out.Len() != 0 || bytes.Contains(out.Bytes(), []byte("profile's")) {
+		t.Errorf("archived or hashed the symlink's target: sha256 %q, %d bytes written", f.SHA256, out.Len())
 	}
 }
 
@@ -151,26 +175,52 @@ func TestParseManifest(t *testing.T) {
 	m := manifestOf(okEntries)
 	b, err := json.Marshal(m)
 	must(t, err)
-	if _, err := ParseManifest(b); err != nil {
-		t.Fatalf("valid manifest: %v", err)
+	// variant is m's JSON after f has changed a copy of it.
+	variant := func(f func(c *Manifest)) string {
+		c := manifestOf(okEntries)
+		f(c)
+		b, err := json.Marshal(c)
+		must(t, err)
+		return string(b)
+	}
+	for name, valid := range map[string]string{
+		"stored copy":      string(b),
+		"archive's copy":   variant(func(c *Manifest) { *c = *c.inArchive() }),
+		"version 1":        variant(func(c *Manifest) { c.FormatVersion, c.FilesSHA256 = 1, "" }),
+		"empty, stored":    `{"format_version":2,"files":[],"files_sha256":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}`,
+		"empty, archive's": `{"format_version":2,"files":[]}`,
+	} {
+		if _, err := ParseManifest([]byte(valid)); err != nil {
+			t.Errorf("valid manifest (%s): %v", name, err)
+		}
 	}
 	for name, tc := range map[string]struct {
 		json string
 		code errcode.Code
 	}{
-		"trailing data": {string(b) + "{}", errcode.SnapshotCorrupt},
-		"unknown field": {`{"format_version":1,"files":[],"surprise":1}`, errcode.SnapshotCorrupt},
-		"version 0":     {`{"files":[]}`, errcode.SnapshotCorrupt},
-		"dot path":      {`{"format_version":1,"files":[{"path":".","type":"dir"}]}`, errcode.UnsafeArchive},
-		"reserved":      {`{"format_version":1,"files":[{"path":".director","type":"dir"}]}`, errcode.UnsafeArchive},
-		"bad type":      {`{"format_version":1,"files":[{"path":"a","type":"fifo"}]}`, errcode.UnsafeArchive},
-		"setuid":        {`{"format_version":1,"files":[{"path":"a","type":"dir","mode":2496}]}`, errcode.UnsafeArchive},
-		"bad hash":      {`{"format_version":1,"file_count":1,"files":[{"path":"a","type":"file","sha256":"zz"}]}`, errcode.SnapshotCorrupt},
-		"totals":        {`{"format_version":1,"files":[{"path":"a","type":"file","size":1,"sha256":"` + zeros64 + `"}]}`, errcode.SnapshotCorrupt},
-		"symlink loop":  {`{"format_version":1,"files":[{"path":"a","type":"symlink","link":"b"},{"path":"b","type":"symlink","link":"a/.."}]}`, errcode.UnsafeArchive},
-		"empty link":    {`{"format_version":1,"files":[{"path":"a","type":"symlink"}]}`, errcode.SnapshotCorrupt},
-		"dir with size": {`{"format_version":1,"files":[{"path":"a","type":"dir","size":3}]}`, errcode.SnapshotCorrupt},
-		"negative size": {`{"format_version":1,"file_count":1,"size":-1,"files":[{"path":"a","type":"file","size":-1,"sha256":"` + zeros64 + `"}]}`, errcode.SnapshotCorrupt},
+		"trailing data":               {string(b) + "{}", errcode.SnapshotCorrupt},
+		"unknown field":               {`{"format_version":1,"files":[],"surprise":1}`, errcode.SnapshotCorrupt},
+		"version 0":                   {`{"files":[]}`, errcode.SnapshotCorrupt},
+		"dot path":                    {`{"format_version":1,"files":[{"path":".","type":"dir"}]}`, errcode.UnsafeArchive},
+		"reserved":                    {`{"format_version":1,"files":[{"path":".director","type":"dir"}]}`, errcode.UnsafeArchive},
+		"bad type":                    {`{"format_version":1,"files":[{"path":"a","type":"fifo"}]}`, errcode.UnsafeArchive},
+		"setuid":                      {`{"format_version":1,"files":[{"path":"a","type":"dir","mode":2496}]}`, errcode.UnsafeArchive},
+		"bad hash":                    {`{"format_version":1,"file_count":1,"files":[{"path":"a","type":"file","sha256":"zz"}]}`, errcode.SnapshotCorrupt},
+		"totals":                      {`{"format_version":1,"files":[{"path":"a","type":"file","size":1,"sha256":"` + zeros64 + `"}]}`, errcode.SnapshotCorrupt},
+		"symlink loop":                {`{"format_version":1,"files":[{"path":"a","type":"symlink","link":"b"},{"path":"b","type":"symlink","link":"a/.."}]}`, errcode.UnsafeArchive},
+		"empty link":                  {`{"format_version":1,"files":[{"path":"a","type":"symlink"}]}`, errcode.SnapshotCorrupt},
+		"dir with size":               {`{"format_version":1,"files":[{"path":"a","type":"dir","size":3}]}`, errcode.SnapshotCorrupt},
+		"hashes without their digest": {variant(func(c *Manifest) { c.FilesSHA256 = "" }), errcode.SnapshotCorrupt},
+		"digest of other hashes":      {variant(func(c *Manifest) { c.FilesSHA256 = zeros64 }), errcode.SnapshotCorrupt},
+		"digest with a hash missing":  {variant(func(c *Manifest) { c.Files[1].SHA256 = "" }), errcode.SnapshotCorrupt},
+		"digest without hashes": {variant(func(c *Manifest) {
+			c.FilesSHA256 = zeros64
+			*c = Manifest{FormatVersion: 2, Files: c.inArchive().Files, FileCount: c.FileCount, RawSize: c.RawSize, FilesSHA256: zeros64}
+		}), errcode.SnapshotCorrupt},
+		"version 1 with a digest":  {variant(func(c *Manifest) { c.FormatVersion = 1 }), errcode.SnapshotCorrupt},
+		"version 1 without a hash": {variant(func(c *Manifest) { *c = *c.inArchive(); c.FormatVersion = 1 }), errcode.SnapshotCorrupt},
+		"a later version":          {variant(func(c *Manifest) { c.FormatVersion = FormatVersion + 1 }), errcode.SnapshotCorrupt},
+		"negative size":            {`{"format_version":1,"file_count":1,"size":-1,"files":[{"path":"a","type":"file","size":-1,"sha256":"` + zeros64 + `"}]}`, errcode.SnapshotCorrupt},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseManifest([]byte(tc.json))

@@ -9,10 +9,11 @@ import (
 )
 
 const (
-	hintAltered = "the archive was altered or is not a director snapshot; restore another snapshot with `director profile snapshots NAME`"
-	hintCorrupt = "the archive is damaged or incomplete; restore another snapshot with `director profile snapshots NAME`"
-	hintUpgrade = "this snapshot was written by another director version; upgrade director or restore another snapshot with `director profile snapshots NAME`"
-	hintBusy    = "close Chrome on this profile (a graceful close, so it flushes its files) and take the snapshot again"
+	hintAltered        = "the archive was altered or is not a director snapshot; restore another snapshot with `director profile snapshots NAME`"
+	hintCorrupt        = "the archive is damaged or incomplete; restore another snapshot with `director profile snapshots NAME`"
+	hintUpgrade        = "this snapshot was written by another director version; upgrade director or restore another snapshot with `director profile snapshots NAME`"
+	hintStoredManifest = "the manifest stored beside the archive does not belong to it; the archive itself may still restore (it carries its own manifest), else restore another snapshot"
+	hintBusy           = "close Chrome on this profile (a graceful close, so it flushes its files) and take the snapshot again"
 )
 
 // unsafeArchive reports an archive that tries to do something a snapshot never does.

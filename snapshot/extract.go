@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,14 +32,22 @@ const (
 // decoder's memory. Create writes frameWindow(frameChunk).
 const decoderMaxWindow = 16 << 20
 
-// ExtractOptions bounds what reading an archive may cost. Zero fields take
-// the defaults above.
+// ExtractOptions bounds what reading an archive may cost (zero fields take
+// the defaults above) and may name the manifest the archive must match.
 type ExtractOptions struct {
 	MaxArchiveBytes  int64 // compressed bytes read from the stream
 	MaxUnpackedBytes int64 // decompressed bytes (the tar stream), a bomb guard
 	MaxFiles         int   // entries in the manifest
 	MaxManifestBytes int64 // size of the manifest entry
+	// Expect, when set, is the manifest stored beside the archive: the
+	// archive's own manifest must list the same entries, and every file
+	// must have the sha256 Expect gives it, so that a damaged file is named.
+	// Without it a version 2 archive is checked against its own digest.
+	Expect *Manifest
 }
+
+// maxDigestBytes bounds the DigestPath entry; Create writes about 80 bytes.
+const maxDigestBytes = 4 << 10
 
 func (o ExtractOptions) withDefaults() ExtractOptions {
 	if o.MaxArchiveBytes <= 0 {
@@ -57,8 +66,11 @@ func (o ExtractOptions) withDefaults() ExtractOptions {
 }
 
 // Verify reads an archive stream to its end without writing anything and
-// checks every entry against the manifest: paths, types, sizes, sha256,
-// nothing extra, nothing missing. It returns the manifest.
+// checks every entry against the manifest: paths, types, sizes, nothing
+// extra, nothing missing, and every file's sha256 (against the manifest in
+// a version 1 archive, against the digest entry in a version 2 one, and
+// against opts.Expect when set). It returns the manifest with every file's
+// SHA256 (and, from version 2, FilesSHA256) filled in.
 func Verify(ctx context.Context, r io.Reader, opts ExtractOptions) (*Manifest, error) {
 	return readArchive(ctx, r, opts, discardSink{})
 }
@@ -181,14 +193,20 @@ func readArchive(ctx context.Context, r io.Reader, opts ExtractOptions, out sink
 	if err != nil {
 		return nil, err
 	}
+	want, err := expectedHashes(m, opts.Expect)
+	if err != nil {
+		return nil, err
+	}
 	index := make(map[string]int, len(m.Files))
 	for i := range m.Files {
 		index[m.Files[i].Path] = i
 	}
 	seen := make([]bool, len(m.Files))
+	sums := make([][sha256.Size]byte, len(m.Files))
+	var digest *Digest
+	differs := -1 // the first file whose hash differs from opts.Expect's
 	h := sha256.New()
 	buf := make([]byte, 256<<10)
-	var sum [sha256.Size]byte
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -200,6 +218,15 @@ func readArchive(ctx context.Context, r io.Reader, opts ExtractOptions, out sink
 		name := hdr.Name
 		if hdr.Typeflag == tar.TypeDir {
 			name = strings.TrimSuffix(name, "/")
+		}
+		if digest != nil {
+			return nil, unsafeArchive("entry %q follows %s, which must be the last entry", name, DigestPath)
+		}
+		if name == DigestPath && m.FormatVersion >= 2 {
+			if digest, err = a.readDigest(tr, hdr); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if err := checkEntryType(hdr); err != nil {
 			return nil, err
@@ -252,8 +279,16 @@ func readArchive(ctx context.Context, r io.Reader, opts ExtractOptions, out sink
 				}
 				break
 			}
-			if hex.EncodeToString(h.Sum(sum[:0])) != f.SHA256 {
-				return nil, corrupt(nil, "content of %q does not match its sha256 in the manifest", name)
+			h.Sum(sums[i][:0])
+			if want != nil && want[i] != "" && hex.EncodeToString(sums[i][:]) != want[i] {
+				if m.FormatVersion == 1 {
+					return nil, corrupt(nil, "content of %q does not match its sha256 in the manifest", name)
+				}
+				// The stored manifest's word against the archive's:
+				// its digest, at the end, tells which one is wrong.
+				if differs < 0 {
+					differs = i
+				}
 			}
 		}
 		if err != nil {
@@ -272,6 +307,26 @@ func readArchive(ctx context.Context, r io.Reader, opts ExtractOptions, out sink
 				return nil, corrupt(nil, "the archive lacks %q, listed in the manifest", m.Files[i].Path)
 			}
 			return nil, corrupt(nil, "the archive lacks %q and %d more entries listed in the manifest", m.Files[i].Path, missing-1)
+		}
+	}
+	for i := range m.Files {
+		if m.Files[i].Type == TypeFile {
+			m.Files[i].SHA256 = hex.EncodeToString(sums[i][:])
+		}
+	}
+	if m.FormatVersion >= 2 {
+		if digest == nil {
+			return nil, corrupt(nil, "the archive ends without its digest entry %s", DigestPath)
+		}
+		m.FilesSHA256 = filesDigest(m.Files)
+		switch {
+		case m.FilesSHA256 != digest.FilesSHA256 && differs >= 0:
+			return nil, corrupt(nil, "content of %q does not match its sha256 in the manifest", m.Files[differs].Path)
+		case m.FilesSHA256 != digest.FilesSHA256:
+			return nil, corrupt(nil, "the files' sha256 digest %s does not match the archive's %s: a file was altered", m.FilesSHA256, digest.FilesSHA256)
+		case differs >= 0:
+			return nil, errcode.New(errcode.SnapshotCorrupt, "the stored manifest gives %q another sha256 than the archive holds, which matches the archive's own digest",
+				m.Files[differs].Path).WithHint(hintStoredManifest)
 		}
 	}
 	// Read to the end: the zstd checksum of the last frame is checked only
@@ -320,6 +375,70 @@ func (a *archiveReader) readManifest(tr *tar.Reader, opts ExtractOptions) (*Mani
 		return nil, unsafeArchive("the manifest declares %d bytes, over the %d-byte unpacked limit", m.RawSize, opts.MaxUnpackedBytes)
 	}
 	return m, nil
+}
+
+// readDigest reads the DigestPath entry of a version 2 archive.
+func (a *archiveReader) readDigest(tr *tar.Reader, hdr *tar.Header) (*Digest, error) {
+	if hdr.Typeflag != tar.TypeReg {
+		return nil, unsafeArchive("%s is a %s, not a file", DigestPath, typeName(hdr.Typeflag))
+	}
+	if hdr.Size > maxDigestBytes {
+		return nil, unsafeArchive("%s is %d bytes, over the %d-byte limit", DigestPath, hdr.Size, maxDigestBytes)
+	}
+	b, err := io.ReadAll(tr)
+	if err != nil {
+		return nil, a.classify(err, "reading "+DigestPath)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var d Digest
+	if err := dec.Decode(&d); err != nil {
+		return nil, corrupt(err, "%s is not valid JSON", DigestPath)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, corrupt(nil, "%s has data after its JSON object", DigestPath)
+	}
+	if !isSHA256Hex(d.FilesSHA256) {
+		return nil, corrupt(nil, "%s holds no valid files_sha256", DigestPath)
+	}
+	return &d, nil
+}
+
+// expectedHashes checks the archive's manifest m against the stored one
+// (expect, may be nil) and returns the sha256 each file must have, by
+// index, or nil when only the digest entry can tell.
+func expectedHashes(m, expect *Manifest) ([]string, error) {
+	var want []string
+	switch {
+	case m.FormatVersion == 1:
+		want = make([]string, len(m.Files))
+		for i := range m.Files {
+			want[i] = m.Files[i].SHA256
+		}
+	case m.FilesSHA256 != "":
+		return nil, corrupt(nil, "the archive's manifest lists file hashes; a version %d archive keeps them in %s", m.FormatVersion, DigestPath)
+	}
+	if expect == nil {
+		return want, nil
+	}
+	if expect.ID != m.ID || len(expect.Files) != len(m.Files) {
+		return nil, errcode.New(errcode.SnapshotCorrupt, "the stored manifest (id %s, %d entries) describes another archive than this one (id %s, %d entries)",
+			expect.ID, len(expect.Files), m.ID, len(m.Files)).WithHint(hintStoredManifest)
+	}
+	if want == nil {
+		want = make([]string, len(m.Files))
+	}
+	for i := range m.Files {
+		g, e := &m.Files[i], &expect.Files[i]
+		if g.Path != e.Path || g.Type != e.Type || g.Mode != e.Mode || g.Size != e.Size || g.Link != e.Link ||
+			(want[i] != "" && e.SHA256 != "" && want[i] != e.SHA256) {
+			return nil, errcode.New(errcode.SnapshotCorrupt, "the stored manifest and the archive's own differ at entry %q", e.Path).WithHint(hintStoredManifest)
+		}
+		if want[i] == "" {
+			want[i] = e.SHA256
+		}
+	}
+	return want, nil
 }
 
 func seenDir(index map[string]int, seen []bool, dir string) bool {

@@ -18,11 +18,16 @@ var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 // fuzzSeeds are valid and nearly valid tar streams (uncompressed).
 func fuzzSeeds(t testing.TB) [][]byte {
 	es := append(slices.Clone(okEntries), symlink("Default/l", "Preferences"), dir("Default/sub"), file("Default/sub/x", "xyz"))
-	return [][]byte{
-		tarOf(t, manifestOf(es), es),
-		tarOf(t, manifestOf(okEntries), okEntries),
-		tarOf(t, manifestOf(okEntries), append(slices.Clone(okEntries), symlink("Default/up", ".."))),
+	var seeds [][]byte
+	defer func() { archiveVersion = FormatVersion }()
+	for _, v := range []int{1, FormatVersion} {
+		archiveVersion = v
+		seeds = append(seeds,
+			tarOf(t, manifestOf(es), es),
+			tarOf(t, manifestOf(okEntries), okEntries),
+			tarOf(t, manifestOf(okEntries), append(slices.Clone(okEntries), symlink("Default/up", ".."))))
 	}
+	return seeds
 }
 
 // FuzzRestore feeds arbitrary bytes to Restore over an existing profile. Input

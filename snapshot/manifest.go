@@ -1,16 +1,40 @@
 package snapshot
 
-import "time"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"time"
+)
 
-// FormatVersion is the manifest format this build writes and reads.
-const FormatVersion = 1
+// FormatVersion is the archive format this build writes. It reads this one
+// and version 1.
+//
+//   - Version 1 (until November 2026): the manifest inside the archive lists
+//     every file's sha256, so Create read every file twice (a hashing pass,
+//     then the archiving pass), and the archive ends with the last file.
+//   - Version 2: the manifest inside the archive lists every entry with its
+//     type, mode and size but no hashes; Create hashes each file while it
+//     archives it (one read), and the archive ends with DigestPath, which
+//     holds FilesSHA256. The manifest stored beside the archive lists every
+//     file's sha256 as well.
+const FormatVersion = 2
 
 // ManifestPath is the manifest's path inside an archive; it is the first entry.
 const ManifestPath = ".director/manifest.json"
 
-// Manifest describes one snapshot. The copy inside the archive cannot know
-// the archive's own size and hash; the copy stored beside the archive (and in
-// the catalog) has them filled in.
+// DigestPath is the last entry of a version 2 archive: a JSON Digest.
+const DigestPath = ".director/digest.json"
+
+// Digest is the content of DigestPath.
+type Digest struct {
+	FilesSHA256 string `json:"files_sha256"`
+}
+
+// Manifest describes one snapshot. The copy inside the archive holds what is
+// known before the first file is written: no file hashes (from version 2),
+// and not the archive's own size and hash. The copy stored beside the
+// archive has all of them filled in.
 type Manifest struct {
 	FormatVersion int       `json:"format_version"`
 	ID            string    `json:"id"` // "<profile>-<UTC timestamp>-<short random>"
@@ -25,6 +49,11 @@ type Manifest struct {
 	Files         []File    `json:"files"`
 	FileCount     int       `json:"file_count"`
 	RawSize       int64     `json:"raw_size"` // sum of regular file sizes
+	// FilesSHA256 (version 2) is the sha256 of the lines
+	// "<sha256 hex>  <path>\n" of every regular file in Files order: what
+	// `sha256sum` prints for them, for ordinary names. Set in the stored copy
+	// and in the archive's DigestPath entry.
+	FilesSHA256 string `json:"files_sha256,omitempty"`
 	// Filled in only in the stored copy:
 	ArchiveKey    string `json:"archive_key,omitempty"`
 	ArchiveSize   int64  `json:"archive_size,omitempty"`
@@ -39,6 +68,33 @@ type File struct {
 	Type   string `json:"type"` // "file", "dir" or "symlink"
 	Mode   uint32 `json:"mode"` // permission bits
 	Size   int64  `json:"size,omitempty"`
-	SHA256 string `json:"sha256,omitempty"` // hex, regular files only
+	SHA256 string `json:"sha256,omitempty"` // hex, regular files only; not in a version 2 archive's own copy
 	Link   string `json:"link,omitempty"`   // symlink target
+}
+
+// filesDigest returns FilesSHA256 for files whose SHA256 fields are set.
+func filesDigest(files []File) string {
+	h := sha256.New()
+	for i := range files {
+		if f := &files[i]; f.Type == TypeFile {
+			io.WriteString(h, f.SHA256)
+			io.WriteString(h, "  ")
+			io.WriteString(h, f.Path)
+			io.WriteString(h, "\n")
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// inArchive returns the copy of m that a version 2 archive starts with:
+// without file hashes and without what only the stored copy knows.
+func (m *Manifest) inArchive() *Manifest {
+	c := *m
+	c.Files = make([]File, len(m.Files))
+	for i, f := range m.Files {
+		f.SHA256 = ""
+		c.Files[i] = f
+	}
+	c.FilesSHA256, c.ArchiveKey, c.ArchiveSize, c.ArchiveSHA256, c.Encrypted = "", "", 0, "", false
+	return &c
 }

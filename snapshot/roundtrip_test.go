@@ -3,9 +3,13 @@ package snapshot
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -40,8 +44,21 @@ func TestRoundTrip(t *testing.T) {
 		}
 	}
 
-	if _, err := Verify(context.Background(), bytes.NewReader(arc), ExtractOptions{}); err != nil {
-		t.Fatalf("Verify: %v", err)
+	// What Create returns is the stored copy: it parses, and it is what
+	// Verify finds in the archive, against it or on the archive's own.
+	stored, err := json.Marshal(m)
+	must(t, err)
+	if _, err := ParseManifest(stored); err != nil {
+		t.Fatalf("the manifest Create returns does not parse: %v", err)
+	}
+	for _, opts := range []ExtractOptions{{}, {Expect: m}} {
+		vm, err := Verify(context.Background(), bytes.NewReader(arc), opts)
+		if err != nil {
+			t.Fatalf("Verify: %v", err)
+		}
+		if !reflect.DeepEqual(vm.Files, m.Files) || vm.FilesSHA256 != m.FilesSHA256 || !isSHA256Hex(vm.FilesSHA256) {
+			t.Errorf("Verify (expect set: %v) found other hashes than Create made", opts.Expect != nil)
+		}
 	}
 	parent := t.TempDir()
 	dst := filepath.Join(parent, "p")
@@ -111,8 +128,8 @@ func TestPlainTarReadsArchive(t *testing.T) {
 		t.Fatalf("tar -t: %v\n%s", err, out)
 	}
 	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
-	if string(lines[0]) != ManifestPath || len(lines) != len(m.Files)+1 {
-		t.Fatalf("tar lists %d entries starting %q, want %d starting %s", len(lines), lines[0], len(m.Files)+1, ManifestPath)
+	if string(lines[0]) != ManifestPath || string(lines[len(lines)-1]) != DigestPath || len(lines) != len(m.Files)+2 {
+		t.Fatalf("tar lists %d entries from %q to %q, want %d from %s to %s", len(lines), lines[0], lines[len(lines)-1], len(m.Files)+2, ManifestPath, DigestPath)
 	}
 	dst := t.TempDir()
 	if out, err := exec.Command("tar", "--zstd", "-xf", f, "-C", dst).CombinedOutput(); err != nil {
@@ -128,5 +145,23 @@ func TestPlainTarReadsArchive(t *testing.T) {
 	must(t, err)
 	if _, err := ParseManifest(mb); err != nil {
 		t.Errorf("manifest extracted by tar does not parse: %v", err)
+	}
+	// The digest is what sha256sum prints for the files, hashed: a user
+	// with plain tools can check an archive without director.
+	args := []string{"--"}
+	for _, f := range m.Files {
+		if f.Type == TypeFile {
+			args = append(args, f.Path)
+		}
+	}
+	sums := exec.Command("sha256sum", args...)
+	sums.Dir = dst
+	lst, err := sums.Output()
+	must(t, err)
+	db, err := os.ReadFile(filepath.Join(dst, DigestPath))
+	must(t, err)
+	want := sha256.Sum256(lst)
+	if !bytes.Contains(db, []byte(hex.EncodeToString(want[:]))) || m.FilesSHA256 != hex.EncodeToString(want[:]) {
+		t.Errorf("%s holds %s; sha256sum of the files hashes to %x, the manifest says %s", DigestPath, db, want, m.FilesSHA256)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -32,9 +33,14 @@ func file(name, body string) entry      { return entry{name: name, body: body, t
 func dir(name string) entry             { return entry{name: name + "/", typ: tar.TypeDir} }
 func symlink(name, target string) entry { return entry{name: name, link: target, typ: tar.TypeSymlink} }
 
-// manifestOf lists entries as Create would.
+// archiveVersion is the format manifestOf and tarOf write.
+// TestHostileArchives runs its table once per version it reads.
+var archiveVersion = FormatVersion
+
+// manifestOf lists entries as Create returns them: the stored copy, with
+// every file's sha256 (and, from version 2, their digest).
 func manifestOf(es []entry) *Manifest {
-	m := &Manifest{FormatVersion: FormatVersion, ID: "t", Profile: "t", CreatedAt: time.Unix(0, 0).UTC(), OS: "linux", Excludes: []string{}}
+	m := &Manifest{FormatVersion: archiveVersion, ID: "t", Profile: "t", CreatedAt: time.Unix(0, 0).UTC(), OS: "linux", Excludes: []string{}}
 	for _, e := range es {
 		f := File{Path: strings.TrimSuffix(e.name, "/"), Mode: 0o600}
 		switch e.typ {
@@ -50,18 +56,32 @@ func manifestOf(es []entry) *Manifest {
 		}
 		m.Files = append(m.Files, f)
 	}
+	if m.FormatVersion >= 2 {
+		m.FilesSHA256 = filesDigest(m.Files)
+	}
 	return m
 }
 
-// tarOf writes a tar stream: the manifest entry (unless m is nil) and es.
+// tarOf writes a tar stream as Create lays it out: unless m is nil, m's
+// archive copy first, then es, then (from version 2) the digest entry with
+// m's FilesSHA256.
 func tarOf(t testing.TB, m *Manifest, es []entry) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	if m != nil {
-		b, err := json.Marshal(m)
+		own := m
+		if m.FormatVersion >= 2 {
+			own = m.inArchive()
+		}
+		b, err := json.Marshal(own)
 		must(t, err)
 		es = append([]entry{file(ManifestPath, string(b))}, es...)
+		if m.FormatVersion >= 2 {
+			d, err := json.Marshal(Digest{FilesSHA256: m.FilesSHA256})
+			must(t, err)
+			es = append(es, file(DigestPath, string(d)))
+		}
 	}
 	for _, e := range es {
 		h := &tar.Header{Name: e.name, Typeflag: e.typ, Linkname: e.link, Mode: 0o600, Size: int64(len(e.body)), Format: tar.FormatPAX}
@@ -230,21 +250,25 @@ func TestHostileArchives(t *testing.T) {
 		{"empty input", func(t *testing.T) []byte { return nil }, ExtractOptions{}, errcode.SnapshotCorrupt},
 		{"unknown format version", func(t *testing.T) []byte {
 			m := manifestOf(okEntries)
-			m.FormatVersion = 2
+			m.FormatVersion = FormatVersion + 1
 			return archiveOf(t, m, okEntries)
 		}, ExtractOptions{}, errcode.SnapshotCorrupt},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			arc := tt.arc(t)
-			_, err := Verify(context.Background(), bytes.NewReader(arc), tt.opts)
-			wantCode(t, err, tt.code)
-			if errcode.HintOf(err) == "" {
-				t.Errorf("error %q has no hint", err)
-			}
-			assertRestoreFails(t, bytes.NewReader(arc), RestoreOptions{ExtractOptions: tt.opts}, tt.code)
-			t.Logf("%v", err)
-		})
+	defer func() { archiveVersion = FormatVersion }()
+	for _, v := range []int{1, FormatVersion} {
+		archiveVersion = v
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("v%d/%s", v, tt.name), func(t *testing.T) {
+				arc := tt.arc(t)
+				_, err := Verify(context.Background(), bytes.NewReader(arc), tt.opts)
+				wantCode(t, err, tt.code)
+				if errcode.HintOf(err) == "" {
+					t.Errorf("error %q has no hint", err)
+				}
+				assertRestoreFails(t, bytes.NewReader(arc), RestoreOptions{ExtractOptions: tt.opts}, tt.code)
+				t.Logf("%v", err)
+			})
+		}
 	}
 }
 

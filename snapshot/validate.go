@@ -46,12 +46,12 @@ func ParseManifest(b []byte) (*Manifest, error) {
 // validate checks what ParseManifest promises; Create runs it too, so that it
 // never writes an archive Restore would refuse.
 func (m *Manifest) validate() error {
-	if m.FormatVersion != FormatVersion {
-		return errcode.New(errcode.SnapshotCorrupt, "manifest format version %d is not supported (this director reads version %d)",
+	if m.FormatVersion != 1 && m.FormatVersion != FormatVersion {
+		return errcode.New(errcode.SnapshotCorrupt, "manifest format version %d is not supported (this director reads versions 1 to %d)",
 			m.FormatVersion, FormatVersion).WithHint(hintUpgrade)
 	}
 	byPath := make(map[string]*File, len(m.Files))
-	var files int
+	var files, hashed int
 	var raw int64
 	for i := range m.Files {
 		f := &m.Files[i]
@@ -75,8 +75,11 @@ func (m *Manifest) validate() error {
 			if f.Size < 0 || f.Size > maxFileSize {
 				return corrupt(nil, "manifest gives %q size %d", f.Path, f.Size)
 			}
-			if !isSHA256Hex(f.SHA256) {
-				return corrupt(nil, "manifest gives %q no valid sha256", f.Path)
+			if f.SHA256 != "" || m.FormatVersion == 1 {
+				if !isSHA256Hex(f.SHA256) {
+					return corrupt(nil, "manifest gives %q no valid sha256", f.Path)
+				}
+				hashed++
 			}
 			if f.Link != "" {
 				return corrupt(nil, "manifest gives file %q a link target", f.Path)
@@ -98,12 +101,38 @@ func (m *Manifest) validate() error {
 		return corrupt(nil, "manifest totals (%d files, %d bytes) do not match its list (%d files, %d bytes)",
 			m.FileCount, m.RawSize, files, raw)
 	}
+	if err := m.validateHashes(files, hashed); err != nil {
+		return err
+	}
 	for i := range m.Files {
 		if f := &m.Files[i]; f.Type == TypeSymlink {
 			if err := checkLink(f.Path, f.Link, byPath); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// validateHashes checks that the file hashes come in one of the forms a
+// manifest has: every file's in version 1; in version 2 none (the archive's
+// own copy) or every file's and their digest (the stored copy).
+func (m *Manifest) validateHashes(files, hashed int) error {
+	if m.FormatVersion == 1 {
+		if m.FilesSHA256 != "" {
+			return corrupt(nil, "a version 1 manifest has no files_sha256")
+		}
+		return nil
+	}
+	switch {
+	case m.FilesSHA256 == "" && hashed == 0:
+		return nil
+	case m.FilesSHA256 == "":
+		return corrupt(nil, "manifest lists file hashes without their files_sha256")
+	case hashed != files:
+		return corrupt(nil, "manifest has files_sha256 but lists the sha256 of %d of its %d files", hashed, files)
+	case filesDigest(m.Files) != m.FilesSHA256:
+		return corrupt(nil, "manifest files_sha256 does not match the file hashes it lists")
 	}
 	return nil
 }
