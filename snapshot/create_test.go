@@ -6,8 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,3 +234,68 @@ func TestParseManifest(t *testing.T) {
 }
 
 const zeros64 = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// The walk lists what filepath.WalkDir would, in its order, on any number
+// of goroutines: every entry after its parent, siblings by name, an
+// excluded directory only above a re-included path.
+func TestScanTreeOrderOnAnyConcurrency(t *testing.T) {
+	src := t.TempDir()
+	tree := profileTree()
+	tree["Profile 1/Cache/sub/deep/keep-too"] = "x"
+	tree["Profile 1/Cache/sub/drop"] = "x"
+	writeTree(t, src, tree)
+	genTree(t, filepath.Join(src, "Default", "IndexedDB", "gen"), 2<<20, 3)
+	sel, err := newSelector(DefaultExcludes(), []string{"Profile 1/Cache/keep-me", "Profile 1/Cache/sub/deep"})
+	must(t, err)
+
+	// The reference: filepath.WalkDir, listing an excluded directory only
+	// when a listed entry is under it.
+	var want []string
+	pendingExcluded := map[string]bool{}
+	must(t, filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		must(t, err)
+		rel := filepath.ToSlash(strings.TrimPrefix(strings.TrimPrefix(p, src), "/"))
+		if rel == "" {
+			return nil
+		}
+		if sel.never(rel) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if sel.excluded(rel) {
+			if d.IsDir() {
+				pendingExcluded[rel] = true
+			}
+			return nil
+		}
+		var anc []string
+		for a := path.Dir(rel); a != "."; a = path.Dir(a) {
+			if pendingExcluded[a] {
+				anc = append([]string{a}, anc...)
+				delete(pendingExcluded, a)
+			}
+		}
+		want = append(want, anc...)
+		want = append(want, rel)
+		return nil
+	}))
+	for _, conc := range []int{1, 2, 3, 8} {
+		files, states, err := scanTree(context.Background(), src, sel, true, conc)
+		must(t, err)
+		var got []string
+		for i, f := range files {
+			got = append(got, f.Path)
+			if f.Type == TypeFile && (states[i].size != f.Size || states[i].stamp == (statStamp{})) {
+				t.Errorf("conc %d: %s has state %+v for size %d", conc, f.Path, states[i], f.Size)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("conc %d: walk listed\n%v\nwant\n%v", conc, got, want)
+		}
+	}
+	if !slices.Contains(want, "Profile 1/Cache/sub/deep/keep-too") || slices.Contains(want, "Profile 1/Cache/sub/drop") || len(want) < 100 {
+		t.Errorf("the reference walk is not testing includes: %v", want)
+	}
+}
