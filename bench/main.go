@@ -120,8 +120,9 @@ type caseResult struct {
 	Restore     []measurement `json:"restore"`
 	DefaultExcl *measurement  `json:"create_default_excludes"`
 	// SameContent is tar -I 'zstd -3 -T0' over the tree plus the manifest
-	// director writes as its first entry: the same bytes as our archive
-	// holds, so that the two compressors are compared on equal content.
+	// and digest entries director writes first and last: the same bytes as
+	// our archive holds, so that the two compressors are compared on equal
+	// content.
 	SameContent  *measurement `json:"create_zstd_same_content"`
 	Ratios       []string     `json:"ratios"`
 	ReproCommand string       `json:"command"`
@@ -142,7 +143,8 @@ func runCase(work, name, tree string, files, reps, level int, restore bool) case
 	arcZst := filepath.Join(out, "tar.tzst")
 	lv := fmt.Sprint(level)
 
-	// The manifest our archive starts with, as a file, for the same-content
+	// The manifest our archive starts with and the digest it ends with, as
+	// files, for the same-content
 	// row; in child processes, because a child's peak RSS starts from this
 	// process's.
 	mdir := filepath.Join(work, "manifest-"+filepath.Base(tree))
@@ -166,10 +168,10 @@ func runCase(work, name, tree string, files, reps, level int, restore bool) case
 	c := res.Create
 	res.Ratios = []string{
 		fmt.Sprintf("create: snapshot %s than tar czf (cpu %s), archive %.3fx its size", faster(c[0], c[1]), fasterCPU(c[0], c[1]), float64(c[0].Bytes)/float64(c[1].Bytes)),
-		fmt.Sprintf("create: snapshot %s than tar -I 'zstd -3 -T0' (cpu %s), archive %.3fx its size", faster(c[0], c[2]), fasterCPU(c[0], c[2]), float64(c[0].Bytes)/float64(c[2].Bytes)),
+		fmt.Sprintf("create: snapshot %s than tar -I 'zstd -3 -T0' (cpu %s), archive %.4fx its size (%+d bytes)", faster(c[0], c[2]), fasterCPU(c[0], c[2]), float64(c[0].Bytes)/float64(c[2].Bytes), c[0].Bytes-c[2].Bytes),
 		fmt.Sprintf("default excludes: archive %.2fx, time %.2fx of excludes=none", float64(d.Bytes)/float64(c[0].Bytes), d.Seconds/c[0].Seconds),
-		fmt.Sprintf("same content (tree + director's manifest, %.2f MB of it compressed): snapshot archive %.3fx the size of tar -I 'zstd -3 -T0''s",
-			float64(sc.Bytes-c[2].Bytes)/(1<<20), float64(c[0].Bytes)/float64(sc.Bytes)),
+		fmt.Sprintf("same content (tree + director's manifest and digest, %+d bytes compressed): snapshot archive %.4fx the size of tar -I 'zstd -3 -T0''s (%+d bytes)",
+			sc.Bytes-c[2].Bytes, float64(c[0].Bytes)/float64(sc.Bytes), c[0].Bytes-sc.Bytes),
 	}
 	if !restore {
 		return res
