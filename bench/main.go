@@ -144,9 +144,8 @@ func runCase(work, name, tree string, files, reps, level int, restore bool) case
 	lv := fmt.Sprint(level)
 
 	// The manifest our archive starts with and the digest it ends with, as
-	// files, for the same-content
-	// row; in child processes, because a child's peak RSS starts from this
-	// process's.
+	// files, for the same-content row; in child processes, because a
+	// child's peak RSS starts from this process's.
 	mdir := filepath.Join(work, "manifest-"+filepath.Base(tree))
 	os.MkdirAll(mdir, 0o700)
 	measure(1, cmd("snapshot (manifest)", arcOurs, nil, self, "child-create", tree, arcOurs, "none", lv),
