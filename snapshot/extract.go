@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -389,14 +388,9 @@ func (a *archiveReader) readDigest(tr *tar.Reader, hdr *tar.Header) (*Digest, er
 	if err != nil {
 		return nil, a.classify(err, "reading "+DigestPath)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var d Digest
-	if err := dec.Decode(&d); err != nil {
-		return nil, corrupt(err, "%s is not valid JSON", DigestPath)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, corrupt(nil, "%s has data after its JSON object", DigestPath)
+	if err := decodeStrict(b, &d, DigestPath); err != nil {
+		return nil, err
 	}
 	if !isSHA256Hex(d.FilesSHA256) {
 		return nil, corrupt(nil, "%s holds no valid files_sha256", DigestPath)

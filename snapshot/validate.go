@@ -28,19 +28,28 @@ const maxFileSize = 1 << 50
 // and totals that do not add up are all errors (unsafe_archive for anything
 // that would write outside the profile, snapshot_corrupt for the rest).
 func ParseManifest(b []byte) (*Manifest, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var m Manifest
-	if err := dec.Decode(&m); err != nil {
-		return nil, corrupt(err, "manifest is not valid JSON")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, corrupt(nil, "manifest has data after its JSON object")
+	if err := decodeStrict(b, &m, "manifest"); err != nil {
+		return nil, err
 	}
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
 	return &m, nil
+}
+
+// decodeStrict decodes b, one JSON object naming no field v lacks, into v;
+// what names it in errors.
+func decodeStrict(b []byte, v any, what string) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return corrupt(err, "%s is not valid JSON", what)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return corrupt(nil, "%s has data after its JSON object", what)
+	}
+	return nil
 }
 
 // validate checks what ParseManifest promises; Create runs it too, so that it
