@@ -52,8 +52,8 @@ type CreateOptions struct {
 	// Level is a zstd level (1..22, mapped onto the encoder's four speeds);
 	// 0 means DefaultLevel.
 	Level int
-	// Concurrency is the number of compressing workers (one chunk each at a
-	// time); 0 means GOMAXPROCS.
+	// Concurrency is the number of goroutines that walk the profile and of
+	// compressing workers (one chunk each at a time); 0 means GOMAXPROCS.
 	Concurrency int
 }
 
