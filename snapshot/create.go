@@ -158,7 +158,7 @@ func Create(ctx context.Context, dir string, w io.Writer, opts CreateOptions) (*
 		}
 		return nil, err
 	}
-	mjson, err := json.Marshal(m)
+	mjson, err := json.Marshal(m.inArchive())
 	if err != nil {
 		return nil, internal(err, "encoding manifest")
 	}
