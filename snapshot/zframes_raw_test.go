@@ -281,6 +281,35 @@ func TestEncodeChunkStoresOnlyRandomChunks(t *testing.T) {
 	}
 }
 
+// TestEncodeChunkEntropyCodesLiterals: bytes with almost no repeats but a
+// skewed distribution (what snappy-compressed LevelDB tables and SQLite
+// pages full of hex ids look like) are entropy-coded, not stored as raw
+// literals. Here 6 bits of entropy per byte must come out near 6/8 of the
+// input; klauspost's level-3 default (WithAllLitEntropyCompression off)
+// writes a block without matches with its literals raw, at 100%.
+func TestEncodeChunkEntropyCodesLiterals(t *testing.T) {
+	enc, err := newChunkEncoder(zstd.SpeedDefault, frameWindow(frameChunk))
+	must(t, err)
+	in := randomBytes(11, frameChunk)
+	for i := range in {
+		in[i] &= 63
+	}
+	out, start, end, last, err := encodeChunk(enc, nil, in, nil)
+	must(t, err)
+	if last < 0 {
+		t.Fatalf("a chunk of 6-bit symbols was stored raw")
+	}
+	if got, limit := end-start, len(in)*78/100; got > limit {
+		t.Errorf("%d bytes of 6-bit symbols compressed to %d, want at most %d (78%%)", len(in), got, limit)
+	}
+	frame := appendFrameHeader(nil, frameWindow(frameChunk))
+	frame = append(frame, out[start:end]...)
+	frame[len(frame)-(end-last)] &^= blockLast
+	frame = append(frame, blockLast, 0, 0)
+	frame = binary.LittleEndian.AppendUint32(frame, uint32(xxhash.Sum64(in)))
+	decodeBoth(t, frame, in)
+}
+
 // writeFiles writes n files of size bytes each, random or text.
 func writeFiles(t testing.TB, dir string, n, size int, random bool, seed uint64) {
 	t.Helper()
