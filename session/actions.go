@@ -232,10 +232,11 @@ func sendKeys(sel, keys string) chromedp.Action[chromedp.Void] {
 			return chromedp.Void{}, fmt.Errorf("no element matches %s", sel)
 		}
 		n := nodes[0]
-		// A page that is not in front gets no focus events until the
-		// first key arrives; in front, the focus below fires them now, so
-		// that a page that swaps the element on focus does it before the
-		// check.
+		// The focus below fires the page's focus handlers now (attach
+		// makes every tab behave as the focused page), so that a page
+		// that swaps the element on focus does it before the check. The
+		// tab also comes to the front, where a person watching a visible
+		// browser expects the typing to happen.
 		if _, err := cdp.Call(ctx, t, page.BringToFront, cdp.Empty{}); err != nil {
 			return chromedp.Void{}, err
 		}

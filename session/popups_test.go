@@ -250,3 +250,27 @@ func TestElementStale(t *testing.T) {
 		})
 	}
 }
+
+// TestBackgroundTabGetsFocusEvents: every tab of a session behaves as the
+// focused page, in front or not. An unfocused page gets no focus event when
+// one of its elements is focused, so a page that reacts to focus (an editor
+// swapped in on focus, a date picker that opens on it) would behave
+// differently depending on which tab happens to be in front, and element_stale
+// detection on type would depend on winning a race with the window's focus.
+func TestBackgroundTabGetsFocusEvents(t *testing.T) {
+	f := start(t, Options{})
+	f.do(t, Action{Type: ActNavigate, URL: f.site.At("/stale")})
+	f.do(t, Action{Type: ActOpenTab, URL: f.site.At("/stale")}) // t2, in front of t1
+	const focusFires = `(() => {
+  let fired = false;
+  const b = document.getElementById("rerender");
+  b.addEventListener("focus", () => { fired = true; }, {once: true});
+  b.focus();
+  return fired && document.hasFocus();
+})()`
+	for _, tab := range []string{"t1", "t2"} {
+		if got := f.do(t, Action{Type: ActEvaluate, Tab: tab, Expression: focusFires}).Value; got != true {
+			t.Errorf("%s: focusing a button fired its focus event and the page has the focus: %v, want true", tab, got)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -218,6 +219,14 @@ func (s *Session) attach(t *tab) error {
 	s.mu.Lock()
 	t.targetID = c.Target.TargetID
 	s.mu.Unlock()
+	// Every tab behaves as the focused page, in front or not: an unfocused
+	// page fires no focus event when an action focuses one of its elements,
+	// so pages that react to focus (editors swapped in on focus, pickers
+	// that open on it) would act on which tab the browser put in front.
+	if _, err := cdp.Call(t.ctx, c.Target, emulation.SetFocusEmulationEnabled,
+		emulation.SetFocusEmulationEnabledParams{Enabled: true}); err != nil {
+		return s.cdpErr(err, "cannot set up the tab")
+	}
 	if err := chromedp.Listen(t.ctx, func(ev any) {
 		switch ev := ev.(type) {
 		case *page.EventFrameNavigated:
