@@ -258,6 +258,7 @@ func TestCloseKillsStubbornChrome(t *testing.T) {
 		t.Fatal("no page")
 	}
 	pid := b.PID()
+	sockDir := socketDir(t, dir)
 	// A real Chrome that cannot answer: stopped, it ignores Browser.close.
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -276,13 +277,11 @@ func TestCloseKillsStubbornChrome(t *testing.T) {
 	if n := processesUsing(dir); n != 0 {
 		t.Errorf("%d leftover Chrome processes", n)
 	}
-	// The kill leaves Chrome's runtime files behind: stale, and cleaned by
-	// the next launch.
-	if _, err := os.Lstat(filepath.Join(dir, "SingletonLock")); err != nil {
-		t.Fatalf("expected a stale SingletonLock after a kill: %v", err)
-	}
-	if _, inUse, _ := ProfileInUse(dir); inUse {
-		t.Fatal("a dead Chrome's lock counts as in use")
+	// The kill leaves Chrome's runtime files behind, and its socket
+	// directory in /tmp; Close removes them.
+	assertNoRuntimeLeft(t, dir, sockDir)
+	if !strings.Contains(logs.String(), "removed the runtime files Chrome left behind") {
+		t.Errorf("the cleanup is not logged: %s", logs.String())
 	}
 	b2 := launch(t, site, Options{UserDataDir: dir})
 	if got := text(t, b2, site.At("/landing"), "#host"); got == "" {
@@ -322,7 +321,9 @@ func TestIncognitoLeavesNothing(t *testing.T) {
 
 func TestDoneWhenChromeDies(t *testing.T) {
 	site := testsite.New(t)
-	b := launch(t, site, Options{UserDataDir: t.TempDir()})
+	dir := t.TempDir()
+	b := launch(t, site, Options{UserDataDir: dir})
+	sockDir := socketDir(t, dir)
 	if err := syscall.Kill(b.PID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -336,6 +337,36 @@ func TestDoneWhenChromeDies(t *testing.T) {
 	}
 	if err := b.Close(testCtx(t)); err != nil {
 		t.Errorf("Close after a crash: %v", err)
+	}
+	assertNoRuntimeLeft(t, dir, sockDir)
+}
+
+// socketDir returns the temp directory that holds the SingletonSocket of the
+// Chrome running on the user-data-dir dir.
+func socketDir(t *testing.T, dir string) string {
+	t.Helper()
+	target, err := os.Readlink(filepath.Join(dir, "SingletonSocket"))
+	if err != nil {
+		t.Fatalf("a running Chrome has no SingletonSocket link: %v", err)
+	}
+	sd := filepath.Dir(target)
+	if st, err := os.Lstat(sd); err != nil || !st.IsDir() {
+		t.Fatalf("socket directory %s: %v %v", sd, st, err)
+	}
+	return sd
+}
+
+// assertNoRuntimeLeft fails unless Chrome's runtime files are gone from the
+// user-data-dir dir and its socket directory sockDir is gone.
+func assertNoRuntimeLeft(t *testing.T, dir, sockDir string) {
+	t.Helper()
+	for _, f := range RuntimeFiles() {
+		if _, err := os.Lstat(filepath.Join(dir, f)); !os.IsNotExist(err) {
+			t.Errorf("%s left in the profile: %v", f, err)
+		}
+	}
+	if _, err := os.Lstat(sockDir); !os.IsNotExist(err) {
+		t.Errorf("Chrome's socket directory %s left behind: %v", sockDir, err)
 	}
 }
 
@@ -379,7 +410,13 @@ func TestAttachToRemoteBrowser(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stopGroup(t, cmd) })
+	t.Cleanup(func() {
+		stopGroup(t, cmd)
+		// Stopped by a signal, Chrome leaves its socket directory in /tmp.
+		if _, err := CleanRuntimeFiles(dir); err != nil {
+			t.Error(err)
+		}
+	})
 	var port string
 	for i := 0; i < 200 && port == ""; i++ {
 		if f, err := os.Open(filepath.Join(dir, "DevToolsActivePort")); err == nil {

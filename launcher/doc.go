@@ -6,7 +6,8 @@
 // It also owns the knowledge of Chrome's runtime files in a user-data-dir:
 // ProfileInUse tells whether a live Chrome holds a profile (its
 // SingletonLock), and CleanRuntimeFiles removes the stale ones a crash leaves
-// behind. Other packages (profiles, session) build on these; launcher imports
+// behind, with the socket directory in /tmp that they point to; Close runs
+// it once Chrome has exited, so a killed Chrome leaves nothing behind. Other packages (profiles, session) build on these; launcher imports
 // nothing of the project but errcode.
 //
 // # Process ownership

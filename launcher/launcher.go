@@ -579,6 +579,14 @@ func (b *Browser) close(ctx context.Context) error {
 	if b.killed.Load() || b.tempDir {
 		killLeftovers(b.dir)
 	}
+	// Chrome removes its runtime files itself when it exits in order; after
+	// a kill or a crash they stay, and so does its socket directory in /tmp,
+	// which no later Chrome removes either.
+	if removed, err := CleanRuntimeFiles(b.dir); err != nil {
+		b.log.Warn("could not remove Chrome's runtime files after it exited", "dir", b.dir, "err", err)
+	} else if len(removed) > 0 {
+		b.log.Info("removed the runtime files Chrome left behind", "dir", b.dir, "files", removed)
+	}
 	if b.tempDir {
 		if err := removeAllRetry(b.dir, 5*time.Second); err != nil {
 			return errcode.Hinted(err, errcode.Internal, "remove "+b.dir+" by hand", "remove the incognito profile")

@@ -105,9 +105,10 @@ func ProfileInUse(dir string) (info LockInfo, inUse bool, err error) {
 
 // CleanRuntimeFiles removes stale SingletonLock, SingletonSocket,
 // SingletonCookie and DevToolsActivePort files from the user-data-dir dir
-// and returns the names it removed. It refuses with profile_in_use when a
-// Chrome runs on the profile (see ProfileInUse). A missing dir is not an
-// error.
+// and returns the names it removed, followed by the path of the temp
+// directory the stale SingletonSocket pointed into when it removed that too
+// (see removeSocketDir). It refuses with profile_in_use when a Chrome runs
+// on the profile (see ProfileInUse). A missing dir is not an error.
 func CleanRuntimeFiles(dir string) ([]string, error) {
 	info, inUse, err := ProfileInUse(dir)
 	if err != nil {
@@ -117,6 +118,7 @@ func CleanRuntimeFiles(dir string) ([]string, error) {
 		return nil, errcode.New(errcode.ProfileInUse, "profile %s is in use: %s", dir, info.Reason).
 			WithHint("close the Chrome window using this profile (or wait for the run to end), then retry")
 	}
+	socketDir := removeSocketDir(dir) // reads the symlinks removed below
 	var removed []string
 	for _, name := range RuntimeFiles() {
 		p := filepath.Join(dir, name)
@@ -130,6 +132,9 @@ func CleanRuntimeFiles(dir string) ([]string, error) {
 			return removed, errcode.Hinted(err, errcode.Internal, "remove it by hand and retry", "remove stale %s", p)
 		}
 		removed = append(removed, name)
+	}
+	if socketDir != "" {
+		removed = append(removed, socketDir)
 	}
 	return removed, nil
 }
