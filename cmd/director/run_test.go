@@ -82,10 +82,17 @@ steps:
 	}
 	sessionID := m["session_id"].(string)
 
-	// Text mode.
+	// Text mode, without --artifacts: the screenshot goes to a new
+	// directory under the temp dir, and the output says where.
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	code, out, _ = d("run", ok)
 	if code != 0 || !strings.Contains(out, "ok: workflow widgets on incognito") || !strings.Contains(out, "out = Hello nobody (red)") {
 		t.Fatalf("text: exit %d %s", code, out)
+	}
+	shots, _ := filepath.Glob(filepath.Join(tmp, "director-artifacts-*", "page.png"))
+	if len(shots) != 1 || !strings.Contains(out, "artifact "+shots[0]+"\n") {
+		t.Fatalf("text: screenshots %v, output %s", shots, out)
 	}
 
 	// A link to a blocked domain: exit 4.
