@@ -8,13 +8,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"director/snapshot"
+	"director/launcher"
 )
 
 // chromiumPage is what Chromium loads to fill its profile the way a day of
@@ -147,9 +146,10 @@ func makeChromiumProfile(bin, dir string) error {
 	if pageErr != nil {
 		return pageErr
 	}
-	// Runtime files a crash may leave behind are not part of the comparison.
-	for _, n := range snapshot.RuntimeFiles() {
-		os.Remove(filepath.Join(dir, n))
+	// Chrome stopped by a signal leaves its runtime files behind, and its
+	// socket directory in /tmp; they are not part of the comparison.
+	if _, err := launcher.CleanRuntimeFiles(dir); err != nil {
+		return err
 	}
 	if n, _ := countFiles(dir); n == 0 {
 		return fmt.Errorf("chromium wrote no files")

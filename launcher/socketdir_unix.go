@@ -25,10 +25,10 @@ func isSocketDirName(name string) bool {
 // removeSocketDir removes the directory a stale SingletonSocket in the
 // user-data-dir dir points into, and returns its path ("" when there is none
 // to remove). Chrome deletes that directory when it exits in order, but not
-// after a crash or a kill, and a later Chrome on the same profile replaces
-// the profile's symlinks without deleting the old directory: without this,
-// every killed Chrome leaves one behind in /tmp until a reboot or a
-// tmp cleaner removes it.
+// after a crash, a kill or (headless Chromium 156) a SIGTERM, and a later
+// Chrome on the same profile replaces the profile's symlinks without
+// deleting the old directory: without this, every killed Chrome leaves one
+// behind in /tmp until a reboot or a tmp cleaner removes it.
 //
 // It removes the directory only when it is provably the one Chrome made for
 // this profile: named like Chrome's, a real directory owned by this user
