@@ -7,8 +7,9 @@
 // ProfileInUse tells whether a live Chrome holds a profile (its
 // SingletonLock), and CleanRuntimeFiles removes the stale ones a crash leaves
 // behind, with the socket directory in /tmp that they point to; Close runs
-// it once Chrome has exited, so a killed Chrome leaves nothing behind. Other packages (profiles, session) build on these; launcher imports
-// nothing of the project but errcode.
+// it once Chrome has exited, so a killed Chrome leaves nothing behind. Other
+// packages (profiles, session) build on these; launcher imports nothing of
+// the project but errcode.
 //
 // # Process ownership
 //

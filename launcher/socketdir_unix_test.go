@@ -87,10 +87,7 @@ func TestCleanRuntimeFilesSocketDir(t *testing.T) {
 			replaceLink(t, filepath.Join(profile, "SingletonLock"), host+"-"+strconv.Itoa(deadPID(t)))
 			replaceLink(t, filepath.Join(profile, "SingletonSocket"), target)
 			replaceLink(t, filepath.Join(profile, "SingletonCookie"), cookie)
-			var before []string
-			if tc.arrange != nil || !tc.removed {
-				before = listTree(t, tmp)
-			}
+			before := listTree(t, tmp)
 
 			removed, err := CleanRuntimeFiles(profile)
 			if err != nil {
