@@ -10,7 +10,8 @@ import (
 type Code string
 
 // The error codes of the DESIGN.md contract, plus invalid_input for bad
-// command-line arguments.
+// command-line arguments and interrupted for a command stopped by a signal
+// (Ctrl-C, SIGTERM) or its caller's cancellation.
 const (
 	DomainBlocked       Code = "domain_blocked"
 	SessionNotFound     Code = "session_not_found"
@@ -29,6 +30,7 @@ const (
 	UnsafeArchive       Code = "unsafe_archive"
 	DecryptFailed       Code = "decrypt_failed"
 	StorageUnavailable  Code = "storage_unavailable"
+	Interrupted         Code = "interrupted"
 	Internal            Code = "internal_error"
 )
 

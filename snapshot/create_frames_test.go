@@ -140,7 +140,7 @@ func TestCreateStopsWorkersMidway(t *testing.T) {
 		mode string
 		code errcode.Code
 	}{
-		{"cancel", errcode.Internal},
+		{"cancel", errcode.Interrupted},
 		{"fail", errcode.Internal},
 		{"wait", errcode.Timeout},
 	} {

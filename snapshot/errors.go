@@ -40,5 +40,5 @@ func ctxErr(err error, what string) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return errcode.Wrap(err, errcode.Timeout, "%s timed out", what)
 	}
-	return errcode.Wrap(err, errcode.Internal, "%s cancelled", what)
+	return errcode.Wrap(err, errcode.Interrupted, "%s cancelled", what)
 }

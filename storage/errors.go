@@ -149,7 +149,7 @@ func ctxErr(ctx context.Context, store Store, what string) error {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return fail(store, what, ProblemTimeout, false, "the operation ran out of time; retry with a longer timeout", err)
 		}
-		return errcode.Wrap(err, errcode.Timeout, "%s: %s: cancelled", store, what)
+		return errcode.Wrap(err, errcode.Interrupted, "%s: %s: cancelled", store, what)
 	}
 	return nil
 }

@@ -420,7 +420,7 @@ func snapshotSkip(w *Workflow, err error, loginOK bool) string {
 		return "login check did not pass"
 	case err != nil && w.Snapshot == SnapshotOnSuccess:
 		return "run failed"
-	case err != nil && errcode.Of(err) == errcode.Internal && errors.Is(err, context.Canceled):
+	case errcode.Of(err) == errcode.Interrupted || errors.Is(err, context.Canceled):
 		return "run interrupted"
 	}
 	return ""
