@@ -606,11 +606,18 @@ type PruneResult struct {
 	Profile string   `json:"profile"`
 	Kept    []string `json:"kept"`
 	Deleted []string `json:"deleted"`
+	// Missing lists catalog rows whose archive was no longer in the store:
+	// they restore nothing, so Prune removed them (and their manifests)
+	// without counting them among the kept.
+	Missing []string `json:"missing"`
 }
 
 // Prune deletes a profile's snapshots in the Manager's store beyond the
 // newest keepLast, except those younger than keepWithin (when non-zero). It
-// never deletes the newest snapshot, and never looks at other stores.
+// never deletes the newest snapshot whose archive is in the store, and never
+// looks at other stores. It lists the store first, so that a row whose
+// archive is gone never counts as a kept snapshot, and an unreachable store
+// fails the prune before anything is deleted.
 func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWithin time.Duration) (*PruneResult, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
@@ -631,19 +638,49 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 	if err != nil {
 		return nil, err
 	}
-	res := &PruneResult{Profile: name, Kept: []string{}, Deleted: []string{}}
+	if len(snaps) == 0 {
+		if err := m.requireDir(name); errcode.Of(err) == errcode.ProfileNotFound {
+			return nil, errcode.New(errcode.ProfileNotFound, "profile %q does not exist and has no snapshots in %s", name, m.Store).
+				WithHint("check the name with `director profile list`")
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	objs, err := m.Store.List(ctx, name+"/")
+	if err != nil {
+		return nil, errcode.Hinted(err, errcode.Of(err), "retry when the store is reachable; nothing was deleted", "listing %s in %s", name+"/", m.Store)
+	}
+	present := make(map[string]bool, len(objs))
+	for _, o := range objs {
+		present[o.Key] = true
+	}
+	res := &PruneResult{Profile: name, Kept: []string{}, Deleted: []string{}, Missing: []string{}}
 	now := m.now()
-	for i, s := range snaps {
-		if i < keepLast || (keepWithin > 0 && now.Sub(s.CreatedAt) < keepWithin) {
+	kept := 0
+	for _, s := range snaps {
+		list := &res.Deleted
+		switch {
+		case !present[s.ObjectKey] && m.archiveGone(ctx, s):
+			list = &res.Missing
+		case kept < keepLast || (keepWithin > 0 && now.Sub(s.CreatedAt) < keepWithin):
+			kept++
 			res.Kept = append(res.Kept, s.ID)
 			continue
 		}
 		if err := m.deleteSnapshot(ctx, s); err != nil {
 			return res, err
 		}
-		res.Deleted = append(res.Deleted, s.ID)
+		*list = append(*list, s.ID)
 	}
 	return res, nil
+}
+
+// archiveGone double-checks a listing's word that a snapshot's archive is
+// missing before Prune drops its row: only a Stat that says "not found"
+// counts; any other answer keeps the row.
+func (m *Manager) archiveGone(ctx context.Context, s catalog.Snapshot) bool {
+	_, err := m.Store.Stat(ctx, s.ObjectKey)
+	return errcode.Of(err) == errcode.SnapshotNotFound
 }
 
 // newID returns "<profile>-<UTC timestamp>-<short random>".

@@ -451,6 +451,75 @@ func TestPruneNeverDeletesNewest(t *testing.T) {
 	}
 }
 
+// A snapshot whose archive has left the store (deleted by hand, lost by a
+// bucket policy) restores nothing: prune must not keep it in place of a
+// restorable one, and looking it up by id must not bring its row back.
+func TestSnapshotWithoutArchive(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m.Now = func() time.Time { return clock }
+	if err := m.Create(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("gone"), "x")
+	for i := 0; i < 3; i++ {
+		clock = clock.Add(time.Hour)
+		if _, err := m.Snapshot(ctx, "gone", SnapshotOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snaps, err := m.Snapshots(ctx, "gone")
+	if err != nil || len(snaps) != 3 {
+		t.Fatalf("snapshots: %v %+v", err, snaps)
+	}
+	newest, middle, oldest := snaps[0], snaps[1], snaps[2]
+	if err := m.Store.Delete(ctx, newest.ObjectKey); err != nil {
+		t.Fatal(err)
+	}
+
+	// By id, with the row gone (as after `catalog rebuild`): not found, and
+	// no row comes back.
+	if err := m.Catalog.DeleteSnapshot(ctx, newest.Store, newest.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []struct {
+		name string
+		run  func() error
+	}{
+		{"verify", func() error { _, err := m.Verify(ctx, "gone", newest.ID); return err }},
+		{"restore", func() error { _, err := m.Restore(ctx, "gone", newest.ID, RestoreOptions{}); return err }},
+	} {
+		if err := op.run(); errcode.Of(err) != errcode.SnapshotNotFound {
+			t.Errorf("%s of a snapshot without archive: %v, want %s", op.name, err, errcode.SnapshotNotFound)
+		}
+		if _, err := m.Catalog.GetSnapshot(ctx, newest.Store, newest.ID); errcode.Of(err) != errcode.SnapshotNotFound {
+			t.Errorf("after %s the catalog has a row for the missing archive (err %v)", op.name, err)
+		}
+	}
+
+	// With the row still there: prune keeps the newest restorable snapshot,
+	// deletes the older one, and drops the dangling row and its manifest.
+	if err := m.Catalog.UpsertSnapshot(ctx, newest); err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Prune(ctx, "gone", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(res.Kept, res.Deleted, res.Missing) != fmt.Sprint([]string{middle.ID}, []string{oldest.ID}, []string{newest.ID}) {
+		t.Fatalf("prune: kept %v deleted %v missing %v; want kept [%s] deleted [%s] missing [%s]",
+			res.Kept, res.Deleted, res.Missing, middle.ID, oldest.ID, newest.ID)
+	}
+	objs, _ := m.Store.List(ctx, "gone/")
+	if len(objs) != 2 || objs[0].Key != middle.ManifestKey || objs[1].Key != middle.ObjectKey {
+		t.Errorf("store after prune: %+v, want only %s and its manifest", objs, middle.ObjectKey)
+	}
+	if got, err := m.Restore(ctx, "gone", "latest", RestoreOptions{}); err != nil || got.ID != middle.ID {
+		t.Errorf("restore latest after prune: %+v, %v; want %s", got, err, middle.ID)
+	}
+}
+
 func TestRebuildAndLatestFromStoreOnSecondMachine(t *testing.T) {
 	ctx := context.Background()
 	a := newTestManager(t)
@@ -679,5 +748,60 @@ func TestKeyringBoundCookiesAreReported(t *testing.T) {
 	// A profile made by director's own Chrome flags has none.
 	if n, err := KeyringBoundCookies(ctx, t.TempDir()); err != nil || n != 0 {
 		t.Fatalf("empty profile: %d, %v", n, err)
+	}
+}
+
+// Chrome fact 7: a profile written by a newer Chrome is refused unless
+// forced; a Chrome that cannot tell its version skips the check, unless the
+// user named that Chrome (then the error is theirs to fix).
+func TestRestoreChecksChromeVersion(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "ver"); err != nil {
+		t.Fatal(err)
+	}
+	want := writeProfile(t, m.Dir("ver"), "v") // Last Version 120.0.6099.71
+	if _, err := m.Snapshot(ctx, "ver", SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	named := errcode.New(errcode.InvalidInput, "the Chrome named by --chrome does not run")
+	tests := []struct {
+		name   string
+		local  string
+		err    error
+		force  bool
+		refuse bool
+	}{
+		{"older local Chrome", "119.0.6045.199", nil, false, true},
+		{"older minor version", "120.0.6099.70", nil, false, true},
+		{"older, forced", "119.0.6045.199", nil, true, false},
+		{"same Chrome", "120.0.6099.71", nil, false, false},
+		{"newer local Chrome", "121.0.1.0", nil, false, false},
+		{"no Chrome found", "", errors.New("no chrome"), false, false},
+		{"named Chrome that does not run", "", named, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := os.WriteFile(filepath.Join(m.Dir("ver"), "marker"), []byte(tt.name), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			m.ChromeVersion = func(context.Context) (string, error) { return tt.local, tt.err }
+			_, err := m.Restore(ctx, "ver", "latest", RestoreOptions{Force: tt.force})
+			if tt.refuse {
+				if errcode.Of(err) != errcode.InvalidInput {
+					t.Fatalf("restore: %v, want %s", err, errcode.InvalidInput)
+				}
+				if b, _ := os.ReadFile(filepath.Join(m.Dir("ver"), "marker")); string(b) != tt.name {
+					t.Errorf("a refused restore changed the profile")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("restore: %v", err)
+			}
+			if b, err := os.ReadFile(filepath.Join(m.Dir("ver"), "Last Version")); err != nil || string(b) != want["Last Version"] {
+				t.Errorf("restored Last Version %q, %v", b, err)
+			}
+		})
 	}
 }

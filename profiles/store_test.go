@@ -362,7 +362,7 @@ func TestNoLockFileForMissingProfiles(t *testing.T) {
 		{"delete", "nosuch", func(n string) error { _, err := m.Delete(ctx, n, false); return err }, errcode.ProfileNotFound},
 		{"delete with snapshots", "nosuch2", func(n string) error { _, err := m.Delete(ctx, n, true); return err }, errcode.ProfileNotFound},
 		{"snapshot", "ghost", func(n string) error { _, err := m.Snapshot(ctx, n, SnapshotOptions{}); return err }, errcode.ProfileNotFound},
-		{"prune", "ghost2", func(n string) error { _, err := m.Prune(ctx, n, 1, 0); return err }, ""},
+		{"prune", "ghost2", func(n string) error { _, err := m.Prune(ctx, n, 1, 0); return err }, errcode.ProfileNotFound},
 		{"lock and unlock", "ghost3", func(n string) error {
 			l, err := m.Lock(ctx, n, 0)
 			if err == nil {

@@ -309,6 +309,12 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		encrypted bool
 	)
 	if o.Archive != "" {
+		// Stat first: opening a fifo would block, and a directory opens fine
+		// and fails only at the first read.
+		if st, err := os.Stat(o.Archive); err == nil && !st.Mode().IsRegular() {
+			return nil, errcode.New(errcode.InvalidInput, "--archive %s is not a regular file (%s)", o.Archive, st.Mode().Type()).
+				WithHint("give the path of a .tar.zst or .tar.zst.age file")
+		}
 		f, err := os.Open(o.Archive)
 		if err != nil {
 			return nil, errcode.Hinted(err, errcode.SnapshotNotFound, "check the path given to --archive", "opening archive %s", o.Archive)
@@ -398,6 +404,9 @@ func (m *Manager) checkChromeVersion(ctx context.Context, man *snapshot.Manifest
 		return nil
 	}
 	local, err := m.ChromeVersion(ctx)
+	if errcode.Of(err) == errcode.InvalidInput {
+		return err // a Chrome named by the user that cannot answer
+	}
 	if err != nil || local == "" {
 		m.log().Warn("could not read the local Chrome version; skipping the downgrade check", "err", err)
 		return nil
@@ -453,16 +462,33 @@ func (m *Manager) resolve(ctx context.Context, name, ref string) (catalog.Snapsh
 		}
 		// Not in this catalog: perhaps another machine made it.
 		for _, enc := range []bool{true, false} {
-			_, mk := objectKeys(name, ref, enc)
+			ak, mk := objectKeys(name, ref, enc)
 			man, gerr := m.getManifest(ctx, mk)
-			if gerr == nil {
-				row := rowFromManifest(man, mk, store)
-				_ = m.Catalog.UpsertSnapshot(ctx, row)
-				return row, nil
+			if errcode.Of(gerr) == errcode.SnapshotNotFound {
+				continue
 			}
-			if errcode.Of(gerr) != errcode.SnapshotNotFound {
+			if gerr != nil {
 				return row, gerr
 			}
+			if man.ID != ref || man.Profile != name || man.ArchiveKey != ak {
+				return row, errcode.New(errcode.SnapshotCorrupt, "manifest %s in %s names snapshot %s of profile %q (archive %s), not %s", mk, m.Store, man.ID, man.Profile, man.ArchiveKey, ref).
+					WithHint("the store holds a damaged or misplaced manifest; restore another snapshot or use --archive")
+			}
+			// The catalog gains a row only for a snapshot whose archive is
+			// there: a row must never point at nothing (prune and latest
+			// trust rows).
+			if _, serr := m.Store.Stat(ctx, ak); serr != nil {
+				if errcode.Of(serr) == errcode.SnapshotNotFound {
+					return row, errcode.New(errcode.SnapshotNotFound, "snapshot %s of profile %q has a manifest in %s but no archive (%s is missing)", ref, name, m.Store, ak).
+						WithHint("list restorable snapshots with `director profile snapshots %s`", name)
+				}
+				return row, serr
+			}
+			row := rowFromManifest(man, mk, store)
+			if err := m.Catalog.UpsertSnapshot(ctx, row); err != nil {
+				return row, err
+			}
+			return row, nil
 		}
 		return row, errcode.New(errcode.SnapshotNotFound, "no snapshot %q of profile %q in the catalog or in %s", ref, name, m.Store).
 			WithHint("list snapshots with `director profile snapshots %s`", name)

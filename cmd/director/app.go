@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -25,6 +27,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err == nil {
 		return errcode.ExitOK
+	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) && errcode.Of(err) != errcode.Interrupted {
+		// Stopped by a signal: say so, whatever layer noticed first.
+		err = errcode.Hinted(err, errcode.Interrupted, defaultHints[errcode.Interrupted], "interrupted")
 	}
 	var exitErr cli.ExitCoder
 	if errors.As(err, &exitErr) && errcode.Of(err) == errcode.Internal {
@@ -66,15 +72,22 @@ func isUsageError(err error) bool {
 // jsonRequested looks for --json before urfave/cli has parsed anything, so
 // that even a flag error is reported as JSON when asked.
 func jsonRequested(args []string) bool {
+	on := false
 	for _, a := range args[1:] {
-		if a == "--json" || a == "-json" || a == "--json=true" {
-			return true
-		}
 		if a == "--" {
 			break
 		}
+		name, val, hasVal := strings.Cut(a, "=")
+		if name != "--json" && name != "-json" {
+			continue
+		}
+		if !hasVal {
+			on = true
+		} else if b, err := strconv.ParseBool(val); err == nil {
+			on = b // urfave/cli takes every spelling ParseBool takes; the last one wins
+		}
 	}
-	return false
+	return on
 }
 
 // errorJSON is the one JSON object printed on failure.
@@ -107,6 +120,7 @@ var defaultHints = map[errcode.Code]string{
 	errcode.UnsafeArchive:       "the archive is not a safe director snapshot; restore another one",
 	errcode.DecryptFailed:       "give the age identity that matches the snapshot's recipients: --age-identity / DIRECTOR_AGE_IDENTITY",
 	errcode.StorageUnavailable:  "check the store with `director store check`",
+	errcode.Interrupted:         "director was stopped (Ctrl-C or SIGTERM) before it finished; rerun the command when ready",
 	errcode.Internal:            "rerun with --log-level debug; if it persists, report it with that output",
 }
 
@@ -234,6 +248,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 				return errcode.New(errcode.InvalidInput, "bad --log-level %q", c.String("log-level")).WithHint("use debug, info, warn or error")
 			}
+			if g.Quiet && !c.IsSet("log-level") {
+				lvl = slog.LevelError // --quiet prints nothing but errors
+			}
 			g.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 			abs, err := filepath.Abs(g.Home)
 			if err != nil {
@@ -256,9 +273,17 @@ func quietUsageError(c *cli.Context, err error, _ bool) error {
 	if c != nil && c.Command != nil && c.Command.HelpName != "" {
 		name = c.Command.HelpName
 	}
-	return errcode.New(errcode.InvalidInput, "%s", usageMessage(err)).
-		WithHint("run `%s --help` for its flags", name)
+	hint := fmt.Sprintf("run `%s --help` for its flags", name)
+	if m := badValueRE.FindStringSubmatch(err.Error()); m != nil && c != nil && c.Command != nil {
+		if _, ok := lookupFlag(c.Command.Flags, "--"+m[1]).(*cli.DurationFlag); ok {
+			hint = "a duration is a number with a unit, such as 90m or 36h; there is no day unit (7 days is 168h)"
+		}
+	}
+	return errcode.New(errcode.InvalidInput, "%s", usageMessage(err)).WithHint("%s", hint)
 }
+
+// badValueRE finds the flag in urfave/cli's "invalid value" errors.
+var badValueRE = regexp.MustCompile(`^invalid value ".*" for flag -+([A-Za-z0-9][A-Za-z0-9_-]*):`)
 
 // commands lists the top-level commands; each lives in its own file.
 func commands() []*cli.Command {

@@ -31,7 +31,7 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 		return args, path, nil
 	}
 	out := []string{args[0]}
-	rest := args[1:]
+	rest := helpLast(app, args[1:])
 	// Walk global flags and the command path.
 	flags := app.Flags
 	cmds := app.Commands
@@ -143,6 +143,32 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 }
 
 // isHelpFlag reports whether arg asks for help: -h, --help, --help=true.
+// helpLast rewrites the two spellings that name a command after asking for
+// help, "help profile snapshot" and "-h profile snapshot", into "profile
+// snapshot --help", so that they show that command's help (urfave/cli would
+// show the first command's, without its subcommands). Global flags before
+// them stay where they are; anything that names no command is left alone.
+func helpLast(app *cli.App, rest []string) []string {
+	for i := 0; i < len(rest); {
+		a := rest[i]
+		switch {
+		case a == "--":
+			return rest
+		case isHelpFlag(a) || a == "help" || a == "h":
+			if i+1 >= len(rest) || findCommand(app.Commands, rest[i+1]) == nil {
+				return rest
+			}
+			res := append(append([]string{}, rest[:i]...), rest[i+1:]...)
+			return append(res, "--help")
+		case strings.HasPrefix(a, "-") && a != "-":
+			i += flagArity(app.Flags, a)
+		default:
+			return rest
+		}
+	}
+	return rest
+}
+
 func isHelpFlag(arg string) bool {
 	name := strings.TrimLeft(arg, "-")
 	name, val, hasVal := strings.Cut(name, "=")
@@ -328,6 +354,10 @@ func takeOverRequired(f cli.Flag) bool {
 		return false
 	}
 	field.SetBool(false)
+	// Help would otherwise show the zero value as a default ("(default: 0)").
+	if dt := v.Elem().FieldByName("DefaultText"); dt.IsValid() && dt.Kind() == reflect.String && dt.CanSet() && dt.String() == "" {
+		dt.SetString("none, required")
+	}
 	return true
 }
 

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -113,6 +118,12 @@ func TestHelpAnywhere(t *testing.T) {
 		{[]string{"key", "recipient", "a", "b", "--help"}, "director key recipient [command options] [FILE]"},
 		{[]string{"profile", "--help"}, "director profile [command options]"},
 		{[]string{"profile", "bogus", "--help"}, "director profile [command options]"},
+		{[]string{"help", "profile", "snapshot"}, "director profile snapshot [command options] NAME"},
+		{[]string{"-h", "profile", "snapshot"}, "director profile snapshot [command options] NAME"},
+		{[]string{"--json", "help", "profile", "prune"}, "director profile prune [command options] NAME"},
+		{[]string{"help", "profile"}, "COMMANDS:\n   create"},
+		{[]string{"help", "catalog"}, "COMMANDS:\n   rebuild"},
+		{[]string{"help"}, "director [global options] command"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -227,6 +238,10 @@ func TestEveryErrorHasCodeAndHint(t *testing.T) {
 	if err := os.WriteFile(pub, []byte("age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A snapshot from a Chrome newer than any installed one.
+	if err := os.WriteFile(filepath.Join(home, "browser-profiles", "work", "Last Version"), []byte("999.0.0.0"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if code, _, errOut := runDirector(t, "--home", home, "profile", "snapshot", "work"); code != 0 {
 		t.Fatalf("snapshot: %d %s", code, errOut)
 	}
@@ -253,10 +268,17 @@ func TestEveryErrorHasCodeAndHint(t *testing.T) {
 		{"ID and --archive", []string{"profile", "restore", "work", "latest", "--archive", "x.tar.zst"}, 2, "invalid_input"},
 		{"missing --archive file", []string{"profile", "restore", "work", "--archive", filepath.Join(dir, "none.tar.zst")}, 1, "snapshot_not_found"},
 		{"not an archive", []string{"profile", "restore", "work", "--archive", badWF}, 1, "snapshot_corrupt"},
+		{"--archive is a directory", []string{"profile", "restore", "work", "--archive", dir}, 2, "invalid_input"},
+		{"snapshot of a newer Chrome", []string{"profile", "restore", "work", "latest"}, 2, "invalid_input"},
+		{"--chrome that does not run", []string{"profile", "restore", "work", "latest", "--chrome", filepath.Join(dir, "no-chrome")}, 2, "invalid_input"},
+		{"--max-size 0", []string{"profile", "snapshot", "work", "--max-size", "0"}, 2, "invalid_input"},
 		{"verify too many", []string{"profile", "verify", "a", "b", "c"}, 2, "invalid_input"},
 		{"prune without --keep-last", []string{"profile", "prune", "work"}, 2, "invalid_input"},
 		{"prune without --keep-last or NAME", []string{"profile", "prune"}, 2, "invalid_input"},
 		{"prune --keep-last 0", []string{"profile", "prune", "work", "--keep-last", "0"}, 2, "invalid_input"},
+		{"prune --keep-within in days", []string{"profile", "prune", "work", "--keep-last", "1", "--keep-within", "7d"}, 2, "invalid_input"},
+		{"prune --keep-within negative", []string{"profile", "prune", "work", "--keep-last", "1", "--keep-within=-5h"}, 2, "invalid_input"},
+		{"prune of a missing profile", []string{"profile", "prune", "ghost", "--keep-last", "1"}, 1, "profile_not_found"},
 		{"bad exclude glob", []string{"profile", "snapshot", "work", "--exclude", "["}, 2, "invalid_input"},
 		{"bad store URL", []string{"--store", "ftp://x", "profile", "list"}, 2, "invalid_input"},
 		{"no workflow file", []string{"run"}, 2, "invalid_input"},
@@ -311,5 +333,76 @@ func TestGlobalFlagsAnywhere(t *testing.T) {
 	code, out, errOut := runDirector(t, "--home", home, "profile", "--json", "list")
 	if code != 0 || decodeJSON(t, out)["status"] != "ok" {
 		t.Errorf("profile --json list: exit %d %s %s", code, out, errOut)
+	}
+}
+
+// Every spelling of a true --json that urfave/cli accepts gives JSON, errors
+// included; a false one gives text.
+func TestJSONSpellings(t *testing.T) {
+	home := cliEnv(t)
+	for _, tt := range []struct {
+		flag string
+		json bool
+	}{
+		{"--json", true}, {"-json", true}, {"--json=true", true}, {"--json=1", true}, {"--json=t", true},
+		{"-json=TRUE", true}, {"--json=false", false}, {"--json=0", false},
+	} {
+		t.Run(tt.flag, func(t *testing.T) {
+			code, out, errOut := runDirector(t, "--home", home, tt.flag, "profile", "create", "Bad")
+			if code != 2 {
+				t.Fatalf("exit %d, want 2", code)
+			}
+			if tt.json {
+				if m := decodeJSON(t, out); m["status"] != "error" || errOut != "" {
+					t.Errorf("stdout %q, stderr %q; want one JSON error object", out, errOut)
+				}
+			} else if out != "" || textErrorRE.FindStringSubmatch(errOut) == nil {
+				t.Errorf("stdout %q, stderr %q; want a text error", out, errOut)
+			}
+		})
+	}
+}
+
+// --quiet prints nothing but errors: warnings are logged only when
+// --log-level asks for them.
+func TestQuietSilencesWarnings(t *testing.T) {
+	home := cliEnv(t)
+	for _, tt := range []struct {
+		args []string
+		warn bool
+	}{
+		{nil, true},
+		{[]string{"--quiet"}, false},
+		{[]string{"-q"}, false},
+		{[]string{"--quiet", "--log-level", "warn"}, true},
+		{[]string{"--log-level", "error"}, false},
+	} {
+		t.Run(fmt.Sprint(tt.args), func(t *testing.T) {
+			app := newApp(io.Discard, io.Discard)
+			args := append(append([]string{"director", "--home", home}, tt.args...), "profile", "path", "x")
+			_ = app.RunContext(context.Background(), args)
+			g := app.Metadata["globals"].(*globals)
+			if got := g.Log.Enabled(context.Background(), slog.LevelWarn); got != tt.warn {
+				t.Errorf("warnings logged: %v, want %v", got, tt.warn)
+			}
+		})
+	}
+}
+
+// A command stopped by a signal says so: code interrupted, exit 1, and no
+// hint to report a bug.
+func TestInterruptedCommand(t *testing.T) {
+	home := withProfile(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"director", "--home", home, "--json", "profile", "snapshot", "work"}, &out, &errb)
+	m := decodeJSON(t, out.String())
+	e, _ := m["error"].(map[string]any)
+	if code != 1 || e["code"] != string(errcode.Interrupted) || e["hint"] != defaultHints[errcode.Interrupted] {
+		t.Errorf("exit %d, %s; want exit 1 and code %s with its hint", code, out.String(), errcode.Interrupted)
+	}
+	if code, _, errOut := runDirector(t, "--home", home, "profile", "snapshots", "work"); code != 0 || errOut != "" {
+		t.Errorf("after the interrupted snapshot: exit %d %s", code, errOut)
 	}
 }

@@ -35,6 +35,10 @@ func openCatalog(ctx context.Context, g *globals) (*catalog.DB, error) {
 func newManager(c *cli.Context) (*profiles.Manager, error) {
 	g := getGlobals(c)
 	ctx := c.Context
+	if n := c.Int64("max-size"); n <= 0 {
+		return nil, errcode.New(errcode.InvalidInput, "--max-size must be a positive number of bytes, not %d", n).
+			WithHint("the default is %d (500 MiB); DIRECTOR_MAX_SIZE sets it too", profiles.DefaultMaxSize)
+	}
 	cat, err := openCatalog(ctx, g)
 	if err != nil {
 		return nil, err
@@ -47,10 +51,17 @@ func newManager(c *cli.Context) (*profiles.Manager, error) {
 		MaxSize:              c.Int64("max-size"),
 		ChromeVersion: func(ctx context.Context) (string, error) {
 			path, err := launcher.Find(c.String("chrome"))
-			if err != nil {
-				return "", err
+			v := ""
+			if err == nil {
+				v, err = chromeVersion(ctx, path)
 			}
-			return chromeVersion(ctx, path)
+			if err != nil && c.IsSet("chrome") {
+				// A Chrome the user named must answer: skipping the check
+				// would let a wrong path silently allow a downgrade.
+				return "", errcode.Hinted(err, errcode.InvalidInput, "fix --chrome / CHROME_PATH or unset it; --force skips the version check",
+					"reading the version of the Chrome named by --chrome / CHROME_PATH (%s)", c.String("chrome"))
+			}
+			return v, err
 		},
 	}
 	fail := func(err error) (*profiles.Manager, error) {
@@ -327,6 +338,9 @@ func profileCommands() []*cli.Command {
 				if c.Int("keep-last") < 1 {
 					return errcode.New(errcode.InvalidInput, "--keep-last must be at least 1").WithHint("the newest snapshot is never pruned")
 				}
+				if d := c.Duration("keep-within"); d < 0 {
+					return errcode.New(errcode.InvalidInput, "--keep-within must not be negative, not %s", d).WithHint("for example --keep-within 168h keeps a week")
+				}
 				res, err := m.Prune(c.Context, name, c.Int("keep-last"), c.Duration("keep-within"))
 				if err != nil {
 					return err
@@ -335,6 +349,9 @@ func profileCommands() []*cli.Command {
 					fmt.Fprintf(w, "kept %d, deleted %d snapshot(s) of %s\n", len(res.Kept), len(res.Deleted), name)
 					for _, id := range res.Deleted {
 						fmt.Fprintf(w, "  deleted %s\n", id)
+					}
+					for _, id := range res.Missing {
+						fmt.Fprintf(w, "  dropped %s from the catalog: its archive is no longer in the store\n", id)
 					}
 				})
 				return nil
