@@ -22,6 +22,7 @@ import (
 	"director/catalog"
 	"director/errcode"
 	"director/launcher"
+	"director/snapshot"
 	"director/storage"
 )
 
@@ -277,8 +278,33 @@ func (m *Manager) lockFor(ctx context.Context, name string, held *Lock) (*Lock, 
 	if err != nil {
 		return nil, nil, err
 	}
+	m.sweep(name)
 	return l, l.Unlock, nil
 }
+
+// sweep removes what a restore or delete of the profile left beside it when
+// it was killed (kill -9, a crash, a power cut): the half-extracted or
+// replaced trees of a restore (snapshot.Leftovers) and the renamed tree of a
+// delete. They hold the profile's cookies and may be large. The caller holds
+// the profile's lock, so none of them belongs to a running command; a tree
+// that cannot be removed is logged and tried again next time.
+func (m *Manager) sweep(name string) {
+	left, err := snapshot.Leftovers(m.Dir(name))
+	if err != nil {
+		m.log().Warn("could not look for what an interrupted restore left", "profile", name, "err", err)
+	}
+	trash, _ := filepath.Glob(filepath.Join(m.Root, "."+name+".deleted-"+strings.Repeat("[a-z2-7]", deletedSuffixLen)))
+	for _, p := range append(left, trash...) {
+		if err := snapshot.RemoveTree(p); err != nil {
+			m.log().Warn("could not remove what an interrupted restore or delete left", "profile", name, "path", p, "err", err)
+			continue
+		}
+		m.log().Info("removed what an interrupted restore or delete left", "profile", name, "path", p)
+	}
+}
+
+// deletedSuffixLen is the length of the random part of ".<name>.deleted-*".
+const deletedSuffixLen = 6
 
 // refuseIfRunning fails with profile_in_use when Chrome runs on the profile,
 // and removes stale runtime files otherwise.
@@ -425,11 +451,11 @@ func (m *Manager) Delete(ctx context.Context, name string, withSnapshots bool) (
 		}
 		// Rename first so a crash midway never leaves a half-deleted profile
 		// under the real name.
-		trash := filepath.Join(m.Root, fmt.Sprintf(".%s.deleted-%s", name, randomSuffix(6)))
+		trash := filepath.Join(m.Root, fmt.Sprintf(".%s.deleted-%s", name, randomSuffix(deletedSuffixLen)))
 		if err := os.Rename(dir, trash); err != nil {
 			return nil, errcode.Hinted(err, errcode.Internal, "check the permissions of "+m.Root+", then retry", "deleting profile %q", name)
 		}
-		if err := os.RemoveAll(trash); err != nil {
+		if err := snapshot.RemoveTree(trash); err != nil {
 			return nil, errcode.Hinted(err, errcode.Internal, "remove "+trash+" by hand", "removing %s", trash)
 		}
 		res.RemovedDir = true

@@ -805,3 +805,60 @@ func TestRestoreChecksChromeVersion(t *testing.T) {
 		})
 	}
 }
+
+// A restore or delete killed midway leaves a tree beside the profile that
+// holds its cookies; the next command that locks the profile removes it,
+// and nothing that belongs to another profile.
+func TestLockSweepsWhatKilledCommandsLeft(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	for _, n := range []string{"sw", "sw.x", "other"} {
+		if err := m.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeProfile(t, m.Dir("sw"), "sw")
+	mkTree := func(p string) string {
+		if err := os.MkdirAll(filepath.Join(p, "Default", "Network"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "Default", "Network", "Cookies"), []byte("live cookies"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Named as Restore (os.MkdirTemp) and Delete name them.
+	restoring, err := os.MkdirTemp(m.Root, ".sw.restore-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := []string{
+		mkTree(restoring),
+		mkTree(filepath.Join(m.Root, ".sw.old-0123456789ab")),
+		mkTree(filepath.Join(m.Root, fmt.Sprintf(".sw.deleted-%s", randomSuffix(deletedSuffixLen)))),
+	}
+	others := []string{
+		mkTree(filepath.Join(m.Root, ".sw.x.restore-123")), // profile sw.x's
+		mkTree(filepath.Join(m.Root, ".sw.x.deleted-abcdef")),
+		mkTree(filepath.Join(m.Root, ".other.restore-77")),
+		mkTree(filepath.Join(m.Root, ".sw.restore-notdigits")),
+		mkTree(filepath.Join(m.Root, ".sw.deleted-toolongsuffix")),
+	}
+	if _, err := m.Snapshot(ctx, "sw", SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ours {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s survived the next command on the profile (%v)", filepath.Base(p), err)
+		}
+	}
+	for _, p := range others {
+		if _, err := os.Stat(filepath.Join(p, "Default", "Network", "Cookies")); err != nil {
+			t.Errorf("%s, not this profile's, was touched: %v", filepath.Base(p), err)
+		}
+	}
+	list, err := m.List(ctx)
+	if err != nil || len(list) != 3 {
+		t.Errorf("profiles after the sweep: %+v, %v", list, err)
+	}
+}

@@ -649,6 +649,13 @@ func (m *Manager) Rebuild(ctx context.Context) (*RebuildResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The rows first, then the listing: a snapshot that completes between
+	// the two is then in the listing, while a row read before a listing that
+	// lacks its archive really points at nothing.
+	known, err := m.Catalog.ListSnapshots(ctx, store, "")
+	if err != nil {
+		return nil, err
+	}
 	objs, err := m.Store.List(ctx, "")
 	if err != nil {
 		return nil, err
@@ -658,16 +665,12 @@ func (m *Manager) Rebuild(ctx context.Context) (*RebuildResult, error) {
 	for _, o := range objs {
 		present[o.Key] = true
 	}
-	known, err := m.Catalog.ListSnapshots(ctx, store, "")
-	if err != nil {
-		return nil, err
-	}
 	inCatalog := map[string]bool{}
 	for _, s := range known {
 		inCatalog[s.ID] = true
 	}
 	for _, o := range objs {
-		_, id, _, ok := parseManifestKey(o.Key)
+		profile, id, _, ok := parseManifestKey(o.Key)
 		if !ok {
 			continue
 		}
@@ -677,8 +680,8 @@ func (m *Manager) Rebuild(ctx context.Context) (*RebuildResult, error) {
 			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %v", o.Key, err))
 			continue
 		}
-		if man.ID != id || !present[man.ArchiveKey] {
-			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: archive %q missing or manifest id mismatch", o.Key, man.ArchiveKey))
+		if man.ID != id || man.Profile != profile || !present[man.ArchiveKey] {
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: archive %q missing, or the manifest names another snapshot or profile", o.Key, man.ArchiveKey))
 			continue
 		}
 		if err := m.Catalog.UpsertSnapshot(ctx, rowFromManifest(man, o.Key, store)); err != nil {

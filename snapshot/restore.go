@@ -53,7 +53,7 @@ func Restore(ctx context.Context, r io.Reader, profileDir string, opts RestoreOp
 	swapped := false
 	defer func() {
 		if !swapped {
-			os.RemoveAll(tmp)
+			RemoveTree(tmp)
 		}
 	}()
 	root, err := os.OpenRoot(tmp)
@@ -91,7 +91,8 @@ func Restore(ctx context.Context, r io.Reader, profileDir string, opts RestoreOp
 		return m, nil // the swap happened; only its durability is in doubt
 	}
 	if old != "" {
-		os.RemoveAll(old)
+		// A failure leaves it to the next locked call's sweep (Leftovers).
+		RemoveTree(old)
 	}
 	return m, nil
 }

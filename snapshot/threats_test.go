@@ -177,6 +177,23 @@ func TestHostileArchives(t *testing.T) {
 		{"fifo", func(t *testing.T) []byte {
 			return archiveOf(t, manifestOf(okEntries), append(slices.Clone(okEntries), entry{name: "Default/fifo", typ: tar.TypeFifo}))
 		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"Chrome's lock of another host", func(t *testing.T) []byte {
+			es := append(slices.Clone(okEntries), symlink("SingletonLock", "otherhost-4242"))
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"a dead Chrome's DevTools port", func(t *testing.T) []byte {
+			es := append(slices.Clone(okEntries), file("DevToolsActivePort", "9222\n/devtools/browser/x"))
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"path longer than a profile can hold", func(t *testing.T) []byte {
+			es, p := slices.Clone(okEntries), "Default"
+			for len(p) <= MaxPathLen {
+				p += "/d"
+				es = append(es, dir(p))
+			}
+			es = append(es, file(p+"/f", "x"))
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
 		{"duplicate entry", func(t *testing.T) []byte {
 			return archiveOf(t, manifestOf(okEntries), append(slices.Clone(okEntries), file("Local State", "{}")))
 		}, ExtractOptions{}, errcode.UnsafeArchive},

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"director/errcode"
@@ -159,9 +160,20 @@ func checkPath(p string) error {
 		return unsafeArchive("path %q is not a clean relative path", p)
 	case p == ".director" || strings.HasPrefix(p, ".director/"):
 		return unsafeArchive("path %q is inside the reserved .director directory", p)
+	case len(p) > MaxPathLen:
+		return unsafeArchive("path %.40q… is %d bytes long, more than the %d a profile can hold", p, len(p), MaxPathLen)
+	case slices.Contains(RuntimeFiles(), p):
+		// Restored, a SingletonLock naming another host or a live pid makes
+		// Chrome and director take the profile for one in use, for good.
+		return unsafeArchive("path %q is a file Chrome makes while it runs; no snapshot holds one", p)
 	}
 	return nil
 }
+
+// MaxPathLen bounds an entry's path inside the profile. Linux's PATH_MAX is
+// 4096 bytes for the whole path; the rest is left for the profile's own
+// location, so that a restored profile can be snapshotted again.
+const MaxPathLen = 3072
 
 // checkLink resolves the symlink at p with target link over the manifest's own
 // tree, following the manifest's other symlinks, and refuses any that leaves

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"director/errcode"
 )
@@ -96,8 +97,12 @@ func (s *fileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 		if err := root.MkdirAll(dir, 0o700); err != nil {
 			return s.localErr(what, err)
 		}
+		if try == 0 {
+			sweepTemps(root, dir)
+		}
 		f, err = root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err == nil {
+			_ = lockTemp(f) // tells sweepers this file is live
 			break
 		}
 		// A concurrent Delete may remove the folder it just emptied.
@@ -297,6 +302,7 @@ func (s *fileStore) Delete(ctx context.Context, key string) error {
 	if err := root.Remove(key); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return s.localErr(fmt.Sprintf("delete %q", key), err)
 	}
+	sweepTemps(root, path.Dir(key))
 	// Best effort: drop folders left empty, so probes and pruned profiles
 	// leave no litter. Remove fails on a folder that is not empty.
 	for dir := path.Dir(key); dir != "."; dir = path.Dir(dir) {
@@ -305,6 +311,41 @@ func (s *fileStore) Delete(ctx context.Context, key string) error {
 		}
 	}
 	return nil
+}
+
+// tempGrace is how old a temporary file must be before a sweep looks at it:
+// a Put that has just created its file may not hold its lock yet.
+const tempGrace = time.Minute
+
+// sweepTemps removes the temporary files of Puts into dir that died midway
+// (kill -9, a crash): Put removes its own on every error it lives through,
+// but a killed one leaves up to a whole archive behind, invisible to List and
+// so to every delete. A file is taken for abandoned only when it is older
+// than tempGrace and no Put holds its lock (lockTemp). Best effort: errors
+// leave the file for the next sweep.
+func sweepTemps(root *os.Root, dir string) {
+	entries, err := fs.ReadDir(root.FS(), dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || !strings.HasPrefix(name, tempPrefix) || !strings.HasSuffix(name, ".tmp") {
+			continue
+		}
+		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < tempGrace {
+			continue
+		}
+		p := path.Join(dir, name)
+		f, err := root.OpenFile(p, os.O_RDONLY, 0)
+		if err != nil {
+			continue
+		}
+		if lockTemp(f) == nil {
+			_ = root.Remove(p)
+		}
+		f.Close()
+	}
 }
 
 // ctxReader fails reads once ctx is done, so a Put copying from a slow or

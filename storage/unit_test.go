@@ -150,6 +150,62 @@ func TestFileStorePermissions(t *testing.T) {
 	}
 }
 
+// A Put killed midway leaves its temporary file, invisible to List and so to
+// every delete; the next Put or Delete in that folder removes it, but never
+// the file of a Put still running (it holds the file's lock) or one created
+// within tempGrace (whose Put may not hold its lock yet).
+func TestFileStoreSweepsAbandonedTemps(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir() + "/store"
+	s := mustOpen(t, "file://"+dir, Options{})
+	put(t, s, "work/a.tar.zst", "a")
+	old := time.Now().Add(-2 * tempGrace)
+	mk := func(name string, mtime time.Time) string {
+		p := dir + "/work/" + name
+		if err := os.WriteFile(p, []byte("half an archive"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	abandoned := mk(tempPrefix+"0123456789abcdef.tmp", old)
+	fresh := mk(tempPrefix+"fedcba9876543210.tmp", time.Now())
+	live := mk(tempPrefix+"00112233445566ff.tmp", old)
+	notOurs := mk("notes.tmp", old)
+	lf, err := os.Open(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	if err := lockTemp(lf); err != nil {
+		t.Fatal(err)
+	}
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+
+	put(t, s, "work/b.tar.zst", "b")
+	if exists(abandoned) {
+		t.Errorf("Put left an abandoned temporary file")
+	}
+	if !exists(fresh) || !exists(live) || !exists(notOurs) {
+		t.Errorf("Put removed a temporary file in use or too young, or a file not its own (fresh %v, live %v, notes %v)", exists(fresh), exists(live), exists(notOurs))
+	}
+
+	// Once the Put holding it has gone, Delete sweeps it too.
+	lf.Close()
+	if err := s.Delete(ctx, "work/a.tar.zst"); err != nil {
+		t.Fatal(err)
+	}
+	if exists(live) || !exists(fresh) {
+		t.Errorf("after its Put died: live temp exists %v, fresh %v", exists(live), exists(fresh))
+	}
+	objs, err := s.List(ctx, "work/")
+	if err != nil || len(objs) != 2 || objs[0].Key != "work/b.tar.zst" || objs[1].Key != "work/notes.tmp" {
+		t.Errorf("List after the sweeps: %+v, %v", objs, err)
+	}
+}
+
 func statMode(p string) (uint32, error) {
 	fi, err := os.Stat(p)
 	if err != nil {
