@@ -132,6 +132,11 @@ func LoadIdentities(path string) ([]age.Identity, error) {
 	if path == "" {
 		return nil, errcode.New(errcode.DecryptFailed, "no age identity given").WithHint("%s", identityHint)
 	}
+	if strings.Contains(strings.ToUpper(path), secretPrefix) {
+		// A key pasted where a path belongs: never echo it.
+		return nil, errcode.New(errcode.DecryptFailed, "the age identity given is a secret key itself, not the path of a file that holds it").
+			WithHint("save the key in a file readable only by you (chmod 600) and give that file's path; the key has been in your command line or environment, so rotate it if that was shared")
+	}
 	st, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, errcode.New(errcode.DecryptFailed, "age identity file %s does not exist", path).WithHint("%s", identityHint)

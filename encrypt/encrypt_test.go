@@ -409,3 +409,26 @@ func BenchmarkDecrypt(b *testing.B) {
 		}
 	}
 }
+
+// A secret key given where the identity file's path belongs (as in
+// DIRECTOR_AGE_IDENTITY="$(cat key.txt)") is refused without echoing it:
+// errors go to terminals, cron mail and --json.
+func TestSecretKeyGivenAsPathIsNeverEchoed(t *testing.T) {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := id.String()
+	for _, given := range []string{secret, "# created: now\n" + secret + "\n", strings.ToLower(secret)} {
+		_, err := LoadIdentities(given)
+		if errcode.Of(err) != errcode.DecryptFailed {
+			t.Fatalf("LoadIdentities(secret key) = %v, want %s", err, errcode.DecryptFailed)
+		}
+		key := strings.ToUpper(secret[len(secretPrefix):])
+		for _, text := range []string{err.Error(), errcode.HintOf(err)} {
+			if strings.Contains(strings.ToUpper(text), key[:16]) {
+				t.Errorf("the error shows the secret key: %q", text)
+			}
+		}
+	}
+}
