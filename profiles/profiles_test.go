@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -860,5 +861,34 @@ func TestLockSweepsWhatKilledCommandsLeft(t *testing.T) {
 	list, err := m.List(ctx)
 	if err != nil || len(list) != 3 {
 		t.Errorf("profiles after the sweep: %+v, %v", list, err)
+	}
+}
+
+// A store that is down is not a store without snapshots: restore latest of
+// a profile the catalog knows no snapshot of fails with
+// storage_unavailable, so that `director run` does not go on with an empty
+// profile and blame the login. The store is a real S3 client aimed at a
+// closed port.
+func TestRestoreLatestWithTheStoreDown(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	down, err := storage.Open(ctx, "s3://snaps?endpoint="+addr+"&insecure=true", storage.Options{
+		AWSAccessKeyID: "k", AWSSecretAccessKey: "s", Retry: storage.RetryPolicy{Attempts: 1}, CallTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Store = down
+	_, err = m.Restore(ctx, "fresh", "latest", RestoreOptions{})
+	if errcode.Of(err) != errcode.StorageUnavailable {
+		t.Fatalf("restore latest with the store down: %v [%s], want %s", err, errcode.Of(err), errcode.StorageUnavailable)
+	}
+	if _, err := os.Stat(m.Dir("fresh")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the failed restore created the profile: %v", err)
 	}
 }

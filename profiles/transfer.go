@@ -493,10 +493,17 @@ func (m *Manager) resolve(ctx context.Context, name, ref string) (catalog.Snapsh
 		return row, errcode.New(errcode.SnapshotNotFound, "no snapshot %q of profile %q in the catalog or in %s", ref, name, m.Store).
 			WithHint("list snapshots with `director profile snapshots %s`", name)
 	}
-	if err := m.adoptFromStore(ctx, store, name); err != nil {
-		m.log().Warn("could not look in the store for snapshots this catalog lacks; using the catalog's latest", "err", err)
+	adoptErr := m.adoptFromStore(ctx, store, name)
+	if adoptErr != nil {
+		m.log().Warn("could not look in the store for snapshots this catalog lacks; using the catalog's latest", "err", adoptErr)
 	}
 	row, err := m.Catalog.LatestSnapshot(ctx, store, name)
+	if errcode.Of(err) == errcode.SnapshotNotFound && adoptErr != nil {
+		// Not "no snapshot yet": the store could not say. A caller that took
+		// it for "none" would start from an empty profile.
+		return row, errcode.Hinted(adoptErr, errcode.Of(adoptErr), "check the store with `director store check`, then retry",
+			"the catalog has no snapshot of %q and the store %s could not be listed", name, m.Store)
+	}
 	if errcode.Of(err) == errcode.SnapshotNotFound {
 		return row, errcode.New(errcode.SnapshotNotFound, "profile %q has no snapshot in the catalog or in %s", name, m.Store).
 			WithHint("make one with `director profile snapshot %s`", name)
