@@ -359,8 +359,12 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 	if err == nil {
 		err = s.Err()
 	}
-	if err == nil && ctx.Err() != nil {
-		err = errcode.Wrap(ctx.Err(), errcode.Internal, "interrupted")
+	if errors.Is(ctx.Err(), context.Canceled) && (err == nil || errors.Is(err, context.Canceled)) && errcode.Of(err) != errcode.Interrupted {
+		cause := err
+		if cause == nil {
+			cause = ctx.Err()
+		}
+		err = errcode.Hinted(cause, errcode.Interrupted, "the run was stopped (Ctrl-C or SIGTERM); no snapshot was taken; run it again when ready", "interrupted")
 	}
 	if errcode.Of(err) == errcode.HumanRequired && res.LoginCheck != "failed" {
 		err = r.humanRequired(w, err)
@@ -536,9 +540,49 @@ func (r *Runner) steps(ctx context.Context, w *Workflow, s *session.Session, loc
 	return nil
 }
 
+// proveLogin runs the workflow's login check, if it has one, in a tab of its
+// own, so that the steps' tabs keep their pages, then closes that tab and
+// makes the previous tab current again.
+func (r *Runner) proveLogin(ctx context.Context, w *Workflow, s *session.Session) error {
+	if w.LoginCheck == nil {
+		return nil
+	}
+	prev := ""
+	for _, t := range s.Info().Tabs {
+		if t.Current {
+			prev = t.Handle
+		}
+	}
+	out, err := s.Do(ctx, session.Action{Type: session.ActOpenTab, URL: "about:blank"})
+	if err != nil {
+		return err
+	}
+	_, err = s.Do(ctx, session.Action{Type: session.ActLoginCheck, Tab: out.Tab, URL: w.LoginCheck.URL,
+		LoggedInSelector: w.LoginCheck.LoggedInSelector, LoginWallSelector: w.LoginCheck.LoginWallSelector})
+	if err != nil {
+		return err // the session is paused for a human, or over: no clean-up to do
+	}
+	if _, err := s.Do(ctx, session.Action{Type: session.ActCloseTab, Tab: out.Tab}); err != nil {
+		return err
+	}
+	if prev != "" {
+		if _, err := s.Do(ctx, session.Action{Type: session.ActSwitchTab, Tab: prev}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // step runs one attempt of one step.
 func (r *Runner) step(ctx context.Context, w *Workflow, s *session.Session, st *Step, lock *profiles.Lock, artifacts string, res *Result, sr *StepResult) error {
 	if st.Kind == StepSnapshot {
+		// Only a proven login is snapshotted, mid-run as at the end: the
+		// snapshot becomes the profile's latest at once, and a logged-out
+		// one would replace the latest good snapshot.
+		// (Run turns a human_required error into the command that logs in again.)
+		if err := r.proveLogin(ctx, w, s); err != nil {
+			return errcode.Hinted(err, errcode.Of(err), errcode.HintOf(err), "no snapshot: the login check before it did not pass")
+		}
 		var id string
 		err := s.Restart(ctx, func(ctx context.Context) error {
 			snap, err := r.Profiles.Snapshot(ctx, w.Profile, profiles.SnapshotOptions{Lock: lock, Note: nonEmpty(st.Note, "mid-run snapshot of "+w.Name)})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -442,6 +443,58 @@ func TestExamples(t *testing.T) {
 	}
 }
 
+// TestMidRunSnapshotNeedsTheLoginCheck: a snapshot step becomes the latest
+// snapshot at once, so it is taken only when the workflow's login check
+// passes right before it (in a tab of its own: the steps' tab keeps its
+// page); a logged-out profile is never snapshotted mid-run, and the latest
+// good snapshot stays the latest.
+func TestMidRunSnapshotNeedsTheLoginCheck(t *testing.T) {
+	e := newEnv(t)
+	res, err := e.run(t, e.wf(t, loginWF))
+	mustOK(t, res, err)
+	good := res.SnapshotID
+
+	const checked = `name: mid
+profile: web
+snapshot: on_success
+login_check:
+  url: SITE/account
+  logged_in_selector: "#whoami"
+  login_wall_selector: form#login
+steps:
+  - navigate: SITE/storage
+  - wait_for: "#ready"
+  - snapshot: {note: checkpoint}
+  - extract: {selector: "#ls", as: ls}
+`
+	res, err = e.run(t, e.wf(t, checked))
+	mustOK(t, res, err)
+	mid, latest := res.Steps[2].SnapshotID, res.SnapshotID
+	if mid == "" || latest == "" || res.Outputs["ls"] != "kept" {
+		t.Fatalf("logged-in run: mid-run snapshot %q, final %q, outputs %+v", mid, latest, res.Outputs)
+	}
+
+	loggedOut := strings.Replace(checked, "  - navigate: SITE/storage\n  - wait_for: \"#ready\"\n", "  - navigate: SITE/logout\n", 1)
+	res, err = e.run(t, e.wf(t, loggedOut))
+	if errcode.Of(err) != errcode.HumanRequired || res.Steps[1].Status != "failed" || res.Steps[1].SnapshotID != "" || res.SnapshotID != "" {
+		t.Fatalf("logged-out run: %v [%s], snapshot %q, steps %+v", err, errcode.Of(err), res.SnapshotID, res.Steps)
+	}
+	if !strings.Contains(errcode.HintOf(err), "profile open web") {
+		t.Errorf("hint %q does not give the command that logs in again", errcode.HintOf(err))
+	}
+	snaps, err := e.m.Snapshots(context.Background(), "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range snaps {
+		ids = append(ids, s.ID)
+	}
+	if want := []string{latest, mid, good}; !slices.Equal(ids, want) {
+		t.Fatalf("snapshots after the logged-out run: %v, want %v (newest first)", ids, want)
+	}
+}
+
 // TestInterruptedRun: Ctrl-C (a cancelled context) ends the session as
 // user_stopped, still closes Chrome gracefully, and takes no snapshot.
 func TestInterruptedRun(t *testing.T) {
@@ -455,7 +508,7 @@ func TestInterruptedRun(t *testing.T) {
 	}
 	t0 := time.Now()
 	res, err := e.runner.Run(ctx, w)
-	if err == nil || res.EndReason != "user_stopped" || res.SnapshotID != "" || time.Since(t0) > 20*time.Second {
+	if errcode.Of(err) != errcode.Interrupted || res.EndReason != "user_stopped" || res.SnapshotID != "" || time.Since(t0) > 20*time.Second {
 		t.Fatalf("interrupted run: %v %+v", err, res)
 	}
 	sess, _ := e.cat.GetSession(context.Background(), res.SessionID)
