@@ -8,11 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
@@ -158,7 +161,7 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
-			err = errcode.Wrap(context.Cause(ctx), errcode.Internal, "interrupted")
+			err = interrupted(ctx)
 		case <-s.ctx.Done():
 			err = errcode.Wrap(context.Cause(s.ctx), errcode.Internal, "session ended during sleep")
 		}
@@ -192,10 +195,43 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 	if err != nil && t != nil && (errors.Is(err, chromedp.ErrTargetDetached) || tabClosed(t.ctx)) {
 		err = s.closedUnder(t, a, err)
 	}
+	err = stepMistake(a, err)
 	if t != nil {
 		res.URL = s.urlOf(t)
 	}
 	return res, err
+}
+
+// stepMistake recodes as invalid_action the errors that the step itself
+// causes, which the browser reports like any other failure: a selector that
+// is not valid CSS, and an evaluate expression whose value cannot come back
+// as JSON (a cyclic object, window, a DOM node).
+func stepMistake(a Action, err error) error {
+	if err == nil || errcode.Of(err) != errcode.Internal {
+		return err
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "DOM Error while querying") || strings.Contains(msg, "is not a valid selector"):
+		var sels []string
+		for _, sel := range []string{a.Selector, a.LoggedInSelector, a.LoginWallSelector} {
+			if sel != "" {
+				sels = append(sels, strconv.Quote(sel))
+			}
+		}
+		what := strings.Join(sels, " or ")
+		if what == "" {
+			what = "the selector"
+		}
+		return errcode.Hinted(err, errcode.InvalidAction,
+			"fix the selector of the "+string(a.Type)+" step: it must be valid CSS (an id or class with special characters needs escaping, e.g. #a\\:b)",
+			"%s is not a valid CSS selector", what)
+	case a.Type == ActEvaluate && (strings.Contains(msg, "Object reference chain is too long") || strings.Contains(msg, "Object couldn't be returned by value")):
+		return errcode.Hinted(err, errcode.InvalidAction,
+			"make the expression return plain data (strings, numbers, arrays and objects without cycles), e.g. pick the fields you need instead of returning window, a DOM node or an object that refers to itself",
+			"the value of the evaluate expression cannot be returned as JSON")
+	}
+	return err
 }
 
 // closedUnder judges an action whose page closed while it ran. A click, a
@@ -599,11 +635,57 @@ func (s *Session) closeTab(actx context.Context, cur *tab, handle string) (strin
 
 // loginCheck opens a.URL and decides whether the profile is logged in:
 // LoggedInSelector must appear, LoginWallSelector must not, and no CAPTCHA.
+//
+// A page the site answered with an HTTP error (404, a 5xx maintenance
+// page) or that Chrome replaced with its error page fails the check
+// whatever it shows: a login wall selector alone would otherwise pass it,
+// and a refresh would snapshot a profile it never saw logged in. 401 and
+// 403 are human_required (the site refuses the profile: log in again);
+// any other status is internal_error, since no login helps.
 func (s *Session) loginCheck(actx, ctx context.Context, t *tab, a Action) error {
-	if err := s.navigate(actx, t, a.URL); err != nil {
-		return err
+	// The status of the page's last document response (after redirects).
+	// Chrome fails the navigation of an error answer without a body
+	// (net::ERR_HTTP_RESPONSE_CODE_FAILURE), so it comes from the events.
+	var (
+		mu   sync.Mutex
+		resp *network.Response
+	)
+	s.mu.Lock()
+	frame := string(t.targetID)
+	s.mu.Unlock()
+	lctx, lcancel := context.WithCancel(actx)
+	defer lcancel()
+	if err := chromedp.Listen(lctx, func(ev any) {
+		if ev, ok := ev.(*network.EventResponseReceived); ok && ev.Type == network.ResourceTypeDocument && string(ev.FrameID) == frame {
+			mu.Lock()
+			resp = ev.Response
+			mu.Unlock()
+		}
+	}); err != nil {
+		return s.cdpErr(err, "login check")
+	}
+	navErr := s.navigate(actx, t, a.URL)
+	mu.Lock()
+	r := resp
+	mu.Unlock()
+	if r != nil && r.Status >= 400 {
+		status := fmt.Sprintf("HTTP %d", r.Status)
+		if r.StatusText != "" {
+			status += " " + r.StatusText
+		}
+		if r.Status == 401 || r.Status == 403 {
+			s.pause()
+			return errcode.New(errcode.HumanRequired, "login check: %s answered %s, so the profile is not logged in", a.URL, status).
+				WithHint("log in again in a headed browser on this profile")
+		}
+		return errcode.New(errcode.Internal, "login check: %s answered %s, so the check cannot tell whether the profile is logged in", a.URL, status).
+			WithHint("no snapshot is taken and the latest good one is kept; check login_check.url, or run again when the site is back")
+	}
+	if navErr != nil {
+		return navErr
 	}
 	expr := `(() => {
+		if (location.protocol === "chrome-error:") return "error";
 		if (document.querySelector(` + js(captchaSelector) + `)) return "captcha";
 		const inSel = ` + js(a.LoggedInSelector) + `, wallSel = ` + js(a.LoginWallSelector) + `;
 		if (inSel && document.querySelector(inSel)) return "in";
@@ -634,6 +716,9 @@ func (s *Session) loginCheck(actx, ctx context.Context, t *tab, a Action) error 
 	switch state {
 	case "in":
 		return nil
+	case "error":
+		return errcode.New(errcode.Internal, "login check: %s shows Chrome's error page instead of the site, so the check cannot tell whether the profile is logged in", a.URL).
+			WithHint("no snapshot is taken and the latest good one is kept; check login_check.url, or run again when the site is back")
 	case "captcha":
 		s.pause()
 		return errcode.New(errcode.HumanRequired, "login check: a CAPTCHA on %s needs a human", Host(a.URL)).WithHint("solve it in a headed browser on this profile, then run again")

@@ -6,10 +6,13 @@
 // crypto/rand), a state (created, active, paused, closed), an idle timeout
 // and a max duration enforced by timers, and a domain blocklist (plus an
 // optional allowlist) that is checked before every action and on every
-// top-level navigation — redirects, link clicks, scripts and popups
-// included — through the CDP Fetch domain enabled on the browser session,
-// so a blocked request is failed before it leaves the browser. A blocked domain ends the session with domain_blocked; a login
-// wall or a CAPTCHA frame pauses it with human_required.
+// request — top-level navigations (redirects, link clicks, scripts and
+// popups included), frames and subresources — through the CDP Fetch domain
+// enabled on the browser session, and on WebSockets through per-tab network
+// rules, so a blocked request is failed before it leaves the browser. A
+// blocked top-level navigation ends the session with domain_blocked; a
+// blocked frame, subresource or WebSocket is failed and recorded. A login
+// wall or a CAPTCHA frame pauses the session with human_required.
 //
 // A new window that a page of the session opens (a target=_blank link,
 // window.open) becomes the next tab handle once its first page commits, unless

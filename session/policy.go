@@ -3,10 +3,13 @@ package session
 import (
 	"crypto/rand"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"path"
 	"strings"
 
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp/kb"
 )
 
@@ -58,8 +61,18 @@ func ValidatePattern(p string) error {
 }
 
 // MatchDomain reports whether host matches pattern (see ValidatePattern).
+// An IP address host matches in its plain form: an IPv4-mapped IPv6 address
+// ([::ffff:127.0.0.2], which Chrome writes [::ffff:7f00:2]) is the IPv4
+// address it maps, so it matches the entry 127.0.0.2 and globs over it.
 func MatchDomain(pattern, host string) bool {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")); err == nil {
+		a = a.Unmap()
+		if p, err := netip.ParseAddr(pattern); err == nil {
+			return p.Unmap() == a
+		}
+		host = a.String()
+	}
 	if !strings.ContainsAny(pattern, "*?[") {
 		return host == pattern || strings.HasSuffix(host, "."+pattern)
 	}
@@ -135,4 +148,239 @@ func KeyByName(name string) (string, bool) {
 		return name, true
 	}
 	return "", false
+}
+
+// requestPatterns are the CDP Fetch patterns that put a browser's requests
+// under the policy (see Session.guard): every document request, and every
+// other request (images, scripts, fetch() and XHR, beacons, workers'
+// requests…) whose URL may name a refused host. With an allowlist that is
+// every request. With a blocklist only, it is every request whose URL
+// contains what an entry could match, so that requests to other hosts go out
+// without a round trip through director. The patterns only preselect:
+// onRequestPaused decides with Check, so a pattern may match more than the
+// policy refuses but never less.
+func (p Policy) requestPatterns() []*fetch.RequestPattern {
+	pats := []*fetch.RequestPattern{{URLPattern: "*", ResourceType: network.ResourceTypeDocument}}
+	if len(p.Allowlist) > 0 {
+		return append(pats, &fetch.RequestPattern{URLPattern: "*"})
+	}
+	for _, b := range p.Blocklist {
+		pats = append(pats, &fetch.RequestPattern{URLPattern: "*" + fetchGlob(b) + "*"})
+		if a, err := netip.ParseAddr(b); err == nil && a.Is4() {
+			pats = append(pats, &fetch.RequestPattern{URLPattern: "*[" + mappedV6(a) + "]*"})
+		} else if ipv4Glob(b) {
+			pats = append(pats, &fetch.RequestPattern{URLPattern: "*[::ffff:*"})
+		}
+	}
+	return pats
+}
+
+// fetchGlob turns a domain pattern into a Fetch URL glob (* and ? only)
+// that matches at least the host names the pattern matches: a character
+// class […] becomes ?.
+func fetchGlob(pattern string) string {
+	var b strings.Builder
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; c {
+		case '[':
+			for i++; i < len(pattern) && pattern[i] != ']'; i++ {
+				if pattern[i] == '\\' {
+					i++
+				}
+			}
+			b.WriteByte('?')
+		case '\\':
+			if i+1 < len(pattern) {
+				i++
+				if pattern[i] == '*' || pattern[i] == '?' || pattern[i] == '\\' {
+					b.WriteByte('\\')
+				}
+				b.WriteByte(pattern[i])
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// mappedV6 is the IPv4-mapped IPv6 form of a, as Chrome writes it in URLs
+// (::ffff:7f00:2 for 127.0.0.2).
+func mappedV6(a netip.Addr) string {
+	b := a.As4()
+	return fmt.Sprintf("::ffff:%x:%x", uint16(b[0])<<8|uint16(b[1]), uint16(b[2])<<8|uint16(b[3]))
+}
+
+// ipv4Glob reports whether pattern is a glob that can match IPv4 addresses
+// (127.0.0.*, 10.?.0.1): its IPv4-mapped IPv6 forms are then refused too.
+func ipv4Glob(pattern string) bool {
+	if !strings.ContainsAny(pattern, "*?[") {
+		return false
+	}
+	for _, c := range pattern {
+		if !strings.ContainsRune("0123456789.*?[]-^\\", c) {
+			return false
+		}
+	}
+	return true
+}
+
+// webSocketRules are the network conditions that refuse WebSocket
+// connections to the hosts the policy refuses: CDP Fetch does not see
+// WebSocket handshakes, so each tab gets these rules
+// (Network.emulateNetworkConditionsByRule), which take the connection
+// offline before it leaves the browser. The first rule that matches wins:
+// blocked hosts, then (with an allowlist) the allowed hosts, which pass
+// unchanged, then every other ws(s) URL. Unlike the Fetch patterns these
+// rules decide on their own, so they match exactly the hosts Check refuses
+// (and, for entries that can match IPv4 addresses, their IPv4-mapped IPv6
+// forms). Chrome's URL patterns here take no regular expressions, so a ? or
+// […] of a glob is spelled out over the characters of host names (up to
+// maxHostVariants patterns; beyond that a ? or class widens to *, which
+// refuses more WebSockets than the blocklist, never fewer). Nil when the
+// policy is empty.
+func (p Policy) webSocketRules() []*network.Conditions {
+	var rules []*network.Conditions
+	add := func(pattern string, offline bool) {
+		for _, h := range hostPatterns(pattern) {
+			for _, scheme := range []string{"ws", "wss"} {
+				rules = append(rules, &network.Conditions{URLPattern: scheme + "://" + h + ":*/*", Offline: offline, DownloadThroughput: -1, UploadThroughput: -1})
+			}
+		}
+	}
+	for _, b := range p.Blocklist {
+		add(b, true)
+	}
+	if len(p.Allowlist) > 0 {
+		for _, a := range p.Allowlist {
+			add(a, false)
+		}
+		add("*", true)
+	}
+	return rules
+}
+
+// hostChars are the characters of a canonical host name, what a ? or a
+// character class of a domain pattern can match in one.
+const hostChars = "abcdefghijklmnopqrstuvwxyz0123456789-_."
+
+// maxHostVariants bounds the URL patterns one glob spells out.
+const maxHostVariants = 256
+
+// hostPatterns are hostname patterns, in the URLPattern syntax Chrome takes
+// in Network.emulateNetworkConditionsByRule (no regular expressions), that
+// together match the canonical host names MatchDomain(pattern, host)
+// accepts.
+func hostPatterns(pattern string) []string {
+	if !strings.ContainsAny(pattern, "*?[") {
+		out := []string{"{*.}?" + urlPatternQuote(pattern) + "{.}?"}
+		if a, err := netip.ParseAddr(pattern); err == nil && a.Is4() {
+			out = append(out, "["+urlPatternQuote(mappedV6(a))+"]")
+		}
+		return out
+	}
+	// Each piece is a literal, *, or a set of characters (? and […]).
+	variants := []string{""}
+	widen := false
+	appendAll := func(alts []string) {
+		if widen || len(variants)*len(alts) > maxHostVariants {
+			widen = true
+		}
+		if widen {
+			if len(alts) > 1 {
+				alts = []string{"*"}
+			}
+			for i := range variants {
+				variants[i] += alts[0]
+			}
+			return
+		}
+		var next []string
+		for _, v := range variants {
+			for _, a := range alts {
+				next = append(next, v+a)
+			}
+		}
+		variants = next
+	}
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; c {
+		case '*':
+			appendAll([]string{"*"})
+		case '?':
+			appendAll(chars(hostChars))
+		case '[':
+			j := i + 1
+			negate := j < len(pattern) && pattern[j] == '^'
+			if negate {
+				j++
+			}
+			var set []byte
+			for ; j < len(pattern) && pattern[j] != ']'; j++ {
+				lo := pattern[j]
+				if lo == '\\' && j+1 < len(pattern) {
+					j++
+					lo = pattern[j]
+				}
+				hi := lo
+				if j+2 < len(pattern) && pattern[j+1] == '-' && pattern[j+2] != ']' {
+					hi = pattern[j+2]
+					if hi == '\\' && j+3 < len(pattern) {
+						j++
+						hi = pattern[j+2]
+					}
+					j += 2
+				}
+				for x := lo; x >= lo && x <= hi; x++ {
+					set = append(set, x)
+				}
+			}
+			i = j
+			var alts []string
+			for _, x := range []byte(hostChars) {
+				if strings.IndexByte(string(set), x) >= 0 != negate {
+					alts = append(alts, urlPatternQuote(string(x)))
+				}
+			}
+			if len(alts) == 0 {
+				return nil // matches no host name
+			}
+			appendAll(alts)
+		case '\\':
+			if i+1 < len(pattern) {
+				i++
+				appendAll([]string{urlPatternQuote(pattern[i : i+1])})
+			}
+		default:
+			appendAll([]string{urlPatternQuote(string(c))})
+		}
+	}
+	for i := range variants {
+		variants[i] += "{.}?"
+	}
+	if ipv4Glob(pattern) {
+		variants = append(variants, `[\:\:ffff\:*]`)
+	}
+	return variants
+}
+
+func chars(s string) []string {
+	out := make([]string, len(s))
+	for i := range s {
+		out[i] = s[i : i+1]
+	}
+	return out
+}
+
+// urlPatternQuote escapes the characters that URLPattern syntax gives a
+// meaning to.
+func urlPatternQuote(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*:(){}?+\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }

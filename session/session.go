@@ -227,8 +227,28 @@ func (s *Session) attach(t *tab) error {
 		emulation.SetFocusEmulationEnabledParams{Enabled: true}); err != nil {
 		return s.cdpErr(err, "cannot set up the tab")
 	}
+	// WebSockets to refused hosts go offline before they leave the
+	// browser (CDP Fetch, which guard uses, does not see them).
+	if rules := s.o.Policy.webSocketRules(); len(rules) > 0 {
+		if _, err := cdp.Call(t.ctx, c.Target, network.EmulateNetworkConditionsByRule,
+			network.EmulateNetworkConditionsByRuleParams{MatchedNetworkConditions: rules}); err != nil {
+			return errcode.Hinted(err, errcode.BrowserLaunchFailed, "use a newer Chrome (one with Network.emulateNetworkConditionsByRule), or run without session.blocklist and session.allowlist",
+				"cannot put the tab's WebSockets under the domain blocklist")
+		}
+	}
 	if err := chromedp.Listen(t.ctx, func(ev any) {
 		switch ev := ev.(type) {
+		case *network.EventWebSocketCreated:
+			if why := s.o.Policy.Check(ev.URL); why != "" {
+				go func() {
+					s.mu.Lock()
+					handle := t.handle
+					s.mu.Unlock()
+					s.record(context.Background(), Event{Kind: EventAction, Action: EventActionWebSocket, Tab: handle, Domain: Host(ev.URL),
+						Code: errcode.DomainBlocked, Detail: "websocket blocked: " + why})
+					s.o.Log.Warn("blocked websocket", "session", s.id, "tab", handle, "host", Host(ev.URL))
+				}()
+			}
 		case *page.EventFrameNavigated:
 			if ev.Frame != nil && ev.Frame.ParentID == "" {
 				s.setURL(t, ev.Frame.URL+ev.Frame.URLFragment)
@@ -270,10 +290,15 @@ func (s *Session) urlOf(t *tab) string {
 	return t.url
 }
 
-// guard puts every document request of browser b under the domain policy:
-// Fetch is enabled on the browser session, so top-level navigations,
-// redirect hops, link clicks, frames and popups of every tab pause until
-// onRequestPaused decides.
+// guard puts the requests of browser b under the domain policy: Fetch is
+// enabled on the browser session, so top-level navigations, redirect hops,
+// link clicks, frames and popups of every tab pause until onRequestPaused
+// decides, and so do the other requests (subresources, fetch(), beacons,
+// workers' requests) whose URL may name a refused host (see
+// Policy.requestPatterns): with a blocklist only, a request to any other
+// host never pauses, so the blocklist costs no round trip on it. Fetch does
+// not see WebSocket handshakes: attach puts each tab under
+// Policy.webSocketRules for those.
 func (s *Session) guard(b Browser) error {
 	if len(s.o.Policy.Blocklist) == 0 && len(s.o.Policy.Allowlist) == 0 {
 		return nil
@@ -286,7 +311,7 @@ func (s *Session) guard(b Browser) error {
 	bs := c.Browser
 	if err := chromedp.ListenBrowser(ctx, func(ev any) {
 		if ev, ok := ev.(*fetch.EventRequestPaused); ok {
-			if ev.Request != nil {
+			if ev.Request != nil && ev.ResourceType == network.ResourceTypeDocument {
 				// Here, on the browser's message loop: a popup's first
 				// request comes before its commit (see popups.go).
 				s.refusePopup(ev.FrameID, ev.Request.URL)
@@ -296,9 +321,7 @@ func (s *Session) guard(b Browser) error {
 	}); err != nil {
 		return s.cdpErr(err, "cannot watch the browser's requests")
 	}
-	_, err := cdp.Call(ctx, bs, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
-		{URLPattern: "*", ResourceType: network.ResourceTypeDocument},
-	}})
+	_, err := cdp.Call(ctx, bs, fetch.Enable, fetch.EnableParams{Patterns: s.o.Policy.requestPatterns()})
 	return s.cdpErr(err, "cannot put the browser under the domain blocklist")
 }
 
@@ -317,6 +340,18 @@ func (s *Session) onRequestPaused(bctx context.Context, bs cdp.Session, ev *fetc
 		if _, err := cdp.Call(ctx, bs, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID}); err != nil {
 			s.o.Log.Debug("continue request", "session", s.id, "err", err)
 		}
+		return
+	}
+	if ev.ResourceType != network.ResourceTypeDocument {
+		// A subresource (image, script, fetch(), beacon, a worker's
+		// request): failed and recorded; the page goes on without it.
+		if _, err := cdp.Call(ctx, bs, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient}); err != nil {
+			s.o.Log.Debug("fail request", "session", s.id, "err", err)
+		}
+		kind := strings.ToLower(string(ev.ResourceType))
+		s.record(context.Background(), Event{Kind: EventAction, Action: EventActionRequest, Tab: s.handleOfFrame(ev.FrameID), Domain: Host(u),
+			Code: errcode.DomainBlocked, Detail: kind + " request blocked: " + why})
+		s.o.Log.Warn("blocked request", "session", s.id, "host", Host(u), "kind", kind)
 		return
 	}
 	// A page's main frame has the id of its target.
@@ -367,6 +402,14 @@ func (s *Session) onRequestPaused(bctx context.Context, bs cdp.Session, ev *fetc
 	if topLevel {
 		go s.end(context.Background(), EndDomainBlocked, berr)
 	}
+}
+
+// handleOfFrame is the handle of the tab whose main frame is frame, "" for
+// other frames and for workers.
+func (s *Session) handleOfFrame(frame cdp.FrameID) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.handleOfLocked(target.ID(frame))
 }
 
 // watch ends the session as browser_crashed when b exits on its own.
@@ -702,10 +745,24 @@ func (s *Session) classify(ctx context.Context, err error) error {
 	if f := s.Err(); f != nil {
 		return f
 	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		// The caller stopped the action (Ctrl-C, SIGTERM): whatever the
+		// action saw of that (a cancelled command, a wait cut short) is
+		// an interruption, not a failure of the step.
+		switch errcode.Of(err) {
+		case errcode.Internal, errcode.Timeout, errcode.ElementNotFound, errcode.ElementStale:
+			return interrupted(ctx)
+		}
+	}
 	if ctx.Err() != nil && errcode.Of(err) == errcode.Internal {
-		return errcode.Wrap(context.Cause(ctx), errcode.Internal, "interrupted")
+		return errcode.Hinted(context.Cause(ctx), errcode.Timeout, "give the run more time", "the caller's deadline passed")
 	}
 	return err
+}
+
+// interrupted is the error of an action whose caller cancelled ctx.
+func interrupted(ctx context.Context) error {
+	return errcode.Hinted(context.Cause(ctx), errcode.Interrupted, "the run was stopped (Ctrl-C or SIGTERM); run it again when ready", "interrupted")
 }
 
 // cdpErr turns a chromedp error into a coded one.

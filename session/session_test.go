@@ -55,6 +55,14 @@ func TestPolicy(t *testing.T) {
 		{"allowlist refuses others", nil, []string{"127.0.0.1"}, "http://localhost:9/", true},
 		{"blocklist wins over allowlist", []string{"evil.example"}, []string{"*.example"}, "https://evil.example/", true},
 		{"ws is checked", []string{"blocked.test"}, nil, "ws://blocked.test/socket", true},
+		{"IPv4-mapped IPv6 is its IPv4 address", []string{"127.0.0.2"}, nil, "http://[::ffff:127.0.0.2]:18777/", true},
+		{"IPv4-mapped IPv6 as Chrome writes it", []string{"127.0.0.2"}, nil, "http://[::ffff:7f00:2]:18777/", true},
+		{"IPv4-mapped IPv6 websocket", []string{"127.0.0.2"}, nil, "wss://[::ffff:7f00:2]/s", true},
+		{"IPv4-mapped IPv6 under an IPv4 glob", []string{"127.0.0.*"}, nil, "http://[::ffff:127.0.0.9]/", true},
+		{"another mapped address passes", []string{"127.0.0.2"}, nil, "http://[::ffff:127.0.0.3]/", false},
+		{"plain IPv4 still blocked", []string{"127.0.0.2"}, nil, "http://127.0.0.2:18777/", true},
+		{"an IPv6 address is not a mapped one", []string{"127.0.0.2"}, nil, "http://[::7f00:2]/", false},
+		{"allowlist admits the mapped form", nil, []string{"127.0.0.1"}, "http://[::ffff:7f00:1]:9/", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -508,5 +516,106 @@ func TestBrowserCrash(t *testing.T) {
 	}
 	if end, _ := rec.last(EventSessionEnd); end.Reason != EndBrowserCrashed {
 		t.Fatalf("end event %+v", end)
+	}
+}
+
+// TestLoginCheckHTTPError: a login check whose page the site answers with
+// an HTTP error fails, even with only a login wall selector (which such a
+// page does not show).
+func TestLoginCheckHTTPError(t *testing.T) {
+	f := start(t, Options{})
+	hs := newHitSite(t)
+	cases := []struct {
+		name, url, want string
+		code            errcode.Code
+	}{
+		{"404 from the test site", f.site.At("/no-such-page"), "HTTP 404", errcode.Internal},
+		{"503 maintenance page", hs.on("127.0.0.1", "/status?code=503"), "HTTP 503", errcode.Internal},
+		{"503 without a body", hs.on("127.0.0.1", "/status?code=503&empty=1"), "HTTP 503", errcode.Internal},
+		{"500", hs.on("127.0.0.1", "/status?code=500"), "HTTP 500", errcode.Internal},
+		{"403", hs.on("127.0.0.1", "/status?code=403"), "HTTP 403", errcode.HumanRequired},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, check := range []Action{
+				{Type: ActLoginCheck, URL: c.url, LoginWallSelector: "form#login"},
+				{Type: ActLoginCheck, URL: c.url, LoggedInSelector: "#status", LoginWallSelector: "form#login"},
+			} {
+				_, err := f.s.Do(context.Background(), check)
+				wantCode(t, err, c.code)
+				if !strings.Contains(err.Error(), c.want) || errcode.HintOf(err) == "" {
+					t.Fatalf("error %q (hint %q) does not name %s", err, errcode.HintOf(err), c.want)
+				}
+				if err := f.s.Resume(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+	// A page that loads fine still passes.
+	f.do(t, Action{Type: ActLoginCheck, URL: hs.on("127.0.0.1", "/status?code=200"), LoginWallSelector: "form#login"})
+}
+
+// TestStepMistakes: a step's own bad selector or expression is
+// invalid_action naming it, not internal_error.
+func TestStepMistakes(t *testing.T) {
+	f := start(t, Options{})
+	f.do(t, Action{Type: ActNavigate, URL: f.site.At("/widgets")})
+	cyclic := `(() => { const o = {}; o.self = o; return o; })()`
+	cases := []struct {
+		name string
+		a    Action
+		want string // in the message
+	}{
+		{"click", Action{Type: ActClick, Selector: "###"}, `"###" is not a valid CSS selector`},
+		{"type", Action{Type: ActType, Selector: "#name[", Text: "x"}, `"#name[" is not a valid CSS selector`},
+		{"extract", Action{Type: ActExtract, Selector: "###"}, `"###" is not a valid CSS selector`},
+		{"wait_for", Action{Type: ActWaitFor, Selector: "###"}, `"###" is not a valid CSS selector`},
+		{"wait_for hidden", Action{Type: ActWaitFor, Selector: "a[", State: "hidden"}, `"a[" is not a valid CSS selector`},
+		{"assert", Action{Type: ActAssert, Selector: "###", Text: "x"}, `"###" is not a valid CSS selector`},
+		{"login_check", Action{Type: ActLoginCheck, URL: f.site.At("/widgets"), LoginWallSelector: "###"}, `"###" is not a valid CSS selector`},
+		{"evaluate cyclic", Action{Type: ActEvaluate, Expression: cyclic}, "cannot be returned as JSON"},
+		{"evaluate window", Action{Type: ActEvaluate, Expression: `window`}, "cannot be returned as JSON"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.a.Timeout = 2 * time.Second
+			_, err := f.s.Do(context.Background(), c.a)
+			wantCode(t, err, errcode.InvalidAction)
+			if !strings.Contains(err.Error(), c.want) || errcode.HintOf(err) == "" {
+				t.Fatalf("error %q (hint %q) does not say %s", err, errcode.HintOf(err), c.want)
+			}
+			if f.s.Err() != nil || f.s.Info().State != StateActive {
+				t.Fatalf("the session did not survive: %v", f.s.Err())
+			}
+		})
+	}
+}
+
+// TestInterrupted: a step whose caller cancels its context (Ctrl-C) ends
+// with interrupted, not internal_error or timeout.
+func TestInterrupted(t *testing.T) {
+	f := start(t, Options{})
+	f.do(t, Action{Type: ActNavigate, URL: f.site.At("/widgets")})
+	cases := []struct {
+		name string
+		a    Action
+	}{
+		{"wait_for", Action{Type: ActWaitFor, Selector: "#never"}},
+		{"click", Action{Type: ActClick, Selector: "#never"}},
+		{"sleep", Action{Type: ActSleep, Duration: time.Minute}},
+		{"navigate", Action{Type: ActNavigate, URL: f.site.At("/slow?ms=20000")}},
+		{"evaluate", Action{Type: ActEvaluate, Expression: `new Promise(() => {})`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(300*time.Millisecond, cancel)
+			_, err := f.s.Do(ctx, c.a)
+			wantCode(t, err, errcode.Interrupted)
+			if f.s.Err() != nil {
+				t.Fatalf("the session ended: %v", f.s.Err())
+			}
+		})
 	}
 }

@@ -66,6 +66,14 @@ const (
 	// EventActionTabClosed: tab Tab went away without close_tab (the page
 	// closed itself, or crashed); Detail says which.
 	EventActionTabClosed = "tab_closed"
+	// EventActionRequest: the domain policy refused a request that is not
+	// a document (an image, a script, fetch() or XHR, a beacon, a worker's
+	// request). The request failed; the session goes on. Code is
+	// domain_blocked, Domain the refused host, Detail the resource type.
+	EventActionRequest = "request"
+	// EventActionWebSocket: the domain policy refused a WebSocket of tab
+	// Tab; the connection failed and the session goes on.
+	EventActionWebSocket = "websocket"
 )
 
 // Event is one audit event. It never holds typed text, evaluated values,
