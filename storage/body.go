@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -178,27 +179,42 @@ func replayable(r io.Reader) (func() error, bool) {
 }
 
 // getReader wraps a Get body so that a failure midway through the stream is
-// a coded storage_unavailable error, not a bare network error.
+// a coded error, not a bare network error: interrupted when the caller
+// cancelled, storage_unavailable otherwise (the store stalled for
+// IdleTimeout, the connection broke, the body was cut short). A failed
+// read closes the body, releasing its connection.
 type getReader struct {
-	rc    io.ReadCloser
-	store Store
-	key   string
-	n     int64
-	size  int64
+	rc     io.ReadCloser
+	ctx    context.Context // the request's; nil for none
+	cancel context.CancelFunc
+	store  Store
+	key    string
+	n      int64
+	size   int64
+	obj    Object
 }
 
 func (g *getReader) Read(p []byte) (int, error) {
 	n, err := g.rc.Read(p)
 	g.n += int64(n)
-	if err != nil && err != io.EOF {
-		if errcode.Of(err) == errcode.Internal {
+	if err != nil && err != io.EOF && errcode.Of(err) == errcode.Internal {
+		what := fmt.Sprintf("get %q: after %d bytes", g.key, g.n)
+		var cerr error
+		if g.ctx != nil {
+			cerr = ctxErr(g.ctx, g.store, what)
+		}
+		if cerr == nil {
+			cerr = deadlineErr(g.store, what, err)
+		}
+		if cerr == nil {
 			p, _, _ := netProblem(err)
 			if p == "" {
 				p = ProblemServer
 			}
-			err = fail(g.store, fmt.Sprintf("get %q: after %d bytes", g.key, g.n), p, false,
-				"the download broke off; retry", err)
+			cerr = fail(g.store, what, p, false, "the download broke off; retry", err)
 		}
+		_ = g.rc.Close()
+		err = cerr
 	}
 	if err == io.EOF && g.size >= 0 && g.n != g.size {
 		err = fail(g.store, fmt.Sprintf("get %q", g.key), ProblemServer, false,
@@ -208,4 +224,10 @@ func (g *getReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (g *getReader) Close() error { return g.rc.Close() }
+func (g *getReader) Close() error {
+	err := g.rc.Close()
+	if g.cancel != nil {
+		g.cancel()
+	}
+	return err
+}

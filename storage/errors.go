@@ -142,16 +142,22 @@ func netProblem(err error) (Problem, bool, bool) {
 	return "", false, false
 }
 
-// ctxErr turns the caller's cancellation into a coded error; it returns nil
-// while ctx is alive.
+// ctxErr turns the end of ctx into a coded error; it returns nil while ctx
+// is alive. The store's own bounds (CallTimeout, IdleTimeout; see watch.go)
+// are storage_unavailable, the caller's deadline a timeout, and the
+// caller's cancellation (Ctrl-C, SIGTERM) interrupted.
 func ctxErr(ctx context.Context, store Store, what string) error {
-	if err := ctx.Err(); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return fail(store, what, ProblemTimeout, false, "the operation ran out of time; retry with a longer timeout", err)
-		}
-		return errcode.Wrap(err, errcode.Interrupted, "%s: %s: cancelled", store, what)
+	err := ctx.Err()
+	if err == nil {
+		return nil
 	}
-	return nil
+	if derr := deadlineErr(store, what, context.Cause(ctx)); derr != nil {
+		return derr
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fail(store, what, ProblemTimeout, false, "the operation ran out of time; retry with a longer timeout", err)
+	}
+	return errcode.Wrap(err, errcode.Interrupted, "%s: %s: cancelled", store, what)
 }
 
 // ErrInvalidKey is wrapped by the errors of malformed keys and prefixes.

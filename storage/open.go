@@ -26,10 +26,19 @@ type Options struct {
 	HTTPClient *http.Client
 	// Retry bounds the retries of transient failures.
 	Retry RetryPolicy
-	// CallTimeout is the deadline of one metadata call (Stat, List, Delete,
-	// opening a Get, bucket checks); 0 means 30 s. Put and the body of a Get
-	// run under the caller's context only, since their length is unbounded.
+	// CallTimeout is the deadline of each attempt of one metadata call
+	// (Stat, List, Delete, bucket checks) and of opening a Get, up to the
+	// response headers; 0 means 30 s. An attempt that runs out is not
+	// retried: the call fails with storage_unavailable. Put and the body of
+	// a Get have no overall deadline, since their length is unbounded;
+	// IdleTimeout bounds them instead.
 	CallTimeout time.Duration
+	// IdleTimeout fails any request that makes no progress for this long:
+	// a download from which no byte arrives, an upload the store stops
+	// reading, an answer that does not come; 0 means 60 s. The request's
+	// connection is closed and the error is storage_unavailable. A slow
+	// transfer that keeps moving is never cut.
+	IdleTimeout time.Duration
 	// PartSize is the multipart part size of s3:// uploads of unknown
 	// length; 0 means 16 MiB. One part is buffered in memory.
 	PartSize uint64
@@ -39,6 +48,7 @@ type Options struct {
 
 const (
 	defaultCallTimeout = 30 * time.Second
+	defaultIdleTimeout = 60 * time.Second
 	defaultPartSize    = 16 << 20
 )
 
@@ -53,14 +63,28 @@ func (o Options) withDefaults() Options {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = defaultIdleTimeout
+	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Transport: newTransport()}
+	}
+	if _, ok := o.HTTPClient.Transport.(*watchTransport); !ok {
+		// A copy, so that the caller's client stays as it was.
+		c := *o.HTTPClient
+		next := c.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		c.Transport = &watchTransport{next: next, idle: o.IdleTimeout}
+		o.HTTPClient = &c
 	}
 	return o
 }
 
 // newTransport is http.DefaultTransport's setup with bounds on every phase
-// that can hang before a response starts; bodies are bounded by contexts.
+// that can hang before a response starts; withDefaults adds watchTransport,
+// which bounds every phase by IdleTimeout, bodies included.
 func newTransport() *http.Transport {
 	return &http.Transport{
 		Proxy: http.ProxyFromEnvironment,

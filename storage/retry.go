@@ -47,12 +47,14 @@ func (p RetryPolicy) delay(attempt int) time.Duration {
 
 // do runs op until it succeeds, fails with a non-transient error, the
 // attempts run out or ctx ends. Each attempt gets its own timeout when
-// timeout > 0, so one hung call cannot eat the whole budget.
+// timeout > 0, ending its context with a callTimeoutError; op's error is
+// then not transient (see ctxErr), so the call fails after one timeout
+// rather than Attempts of them.
 func (p RetryPolicy) do(ctx context.Context, log *slog.Logger, what string, timeout time.Duration, op func(ctx context.Context) error) error {
 	for attempt := 1; ; attempt++ {
 		actx, cancel := ctx, context.CancelFunc(func() {})
 		if timeout > 0 {
-			actx, cancel = context.WithTimeout(ctx, timeout)
+			actx, cancel = withCallTimeout(ctx, timeout)
 		}
 		err := op(actx)
 		cancel()

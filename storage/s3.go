@@ -196,6 +196,9 @@ func (s *s3Store) classify(ctx context.Context, what string, err error) error {
 	if cerr := ctxErr(ctx, s, what); cerr != nil {
 		return cerr
 	}
+	if derr := deadlineErr(s, what, err); derr != nil {
+		return derr
+	}
 	resp := minio.ToErrorResponse(err)
 	switch resp.Code {
 	case "NoSuchKey", "NotFound":
@@ -255,7 +258,7 @@ func (s *s3Store) noBucket(what string, err error) error {
 // unknown access key (versitygw answers 404) or clock skew (403). The
 // listing has a body with the real error code.
 func (s *s3Store) explainHead(ctx context.Context, key, what string, headErr error) error {
-	lctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	lctx, cancel := withCallTimeout(ctx, s.opts.CallTimeout)
 	defer cancel()
 	for o := range s.meta.ListObjects(lctx, s.bucket, minio.ListObjectsOptions{Prefix: s.full(key), MaxKeys: 1}) {
 		if o.Err != nil {
@@ -294,21 +297,27 @@ func (s *s3Store) Get(ctx context.Context, key string) (io.ReadCloser, Object, e
 		return nil, Object{}, err
 	}
 	what := fmt.Sprintf("get %q", key)
-	var rc *minio.Object
-	var obj Object
-	// The object's reads run under ctx, the caller's context: no per-call
-	// deadline, since the body may be large. Opening is retried.
+	var g *getReader
+	// Opening, up to the response headers, is bounded by CallTimeout per
+	// attempt and retried; the body then streams under the caller's ctx
+	// with no overall deadline (the object may be large), bounded by
+	// IdleTimeout between bytes (watchTransport).
 	err := s.opts.Retry.do(ctx, s.opts.Log, what, 0, func(_ context.Context) error {
-		o, err := s.meta.GetObject(ctx, s.bucket, s.full(key), minio.GetObjectOptions{})
-		if err != nil {
-			return s.classify(ctx, what, err)
+		rctx, cancel, opened := openCtx(ctx, s.opts.CallTimeout)
+		body, info, _, err := minio.Core{Client: s.meta}.GetObject(rctx, s.bucket, s.full(key), minio.GetObjectOptions{})
+		if !opened() {
+			err = &callTimeoutError{s.opts.CallTimeout}
 		}
-		info, err := o.Stat() // sends the GET and reads the headers
 		if err != nil {
-			o.Close()
-			return s.classify(ctx, what, err)
+			if body != nil {
+				body.Close()
+			}
+			cerr := s.classify(rctx, what, err)
+			cancel()
+			return cerr
 		}
-		rc, obj = o, Object{Key: key, Size: info.Size, Modified: info.LastModified.UTC()}
+		g = &getReader{rc: body, ctx: rctx, cancel: cancel, store: s, key: key, size: info.Size}
+		g.obj = Object{Key: key, Size: info.Size, Modified: info.LastModified.UTC()}
 		return nil
 	})
 	if err != nil {
@@ -317,7 +326,7 @@ func (s *s3Store) Get(ctx context.Context, key string) (io.ReadCloser, Object, e
 		}
 		return nil, Object{}, err
 	}
-	return &getReader{rc: rc, store: s, key: key, size: obj.Size}, obj, nil
+	return g, g.obj, nil
 }
 
 func (s *s3Store) List(ctx context.Context, prefix string) ([]Object, error) {
@@ -389,6 +398,10 @@ func (s *s3Store) Put(ctx context.Context, key string, r io.Reader, size int64) 
 		return err
 	}
 	what := fmt.Sprintf("put %q", key)
+	// A request that stalls (IdleTimeout) ends ctx, so that minio-go does
+	// not retry it: a store that stopped reading is down or hung.
+	ctx, stop := abortOnStall(ctx)
+	defer stop()
 	body := newBody(ctxReader{ctx, r}, size)
 	partSize := int64(s.opts.PartSize)
 	if size >= 0 && size < partSize {
@@ -426,8 +439,8 @@ func (s *s3Store) Put(ctx context.Context, key string, r io.Reader, size int64) 
 		// client sees as a reset, not as the refusal; the check turns the
 		// common case (the key appeared while r was being read) into
 		// ErrExists before any byte is sent.
-		if _, err := s.meta.StatObject(ctx, s.bucket, s.full(key), minio.StatObjectOptions{}); err == nil {
-			return exists(s, key)
+		if err := s.lastCheck(ctx, key, what); err != nil {
+			return err
 		}
 		one, sha := s.signedPayload(popts, buf[:n])
 		_, err := core.PutObject(ctx, s.bucket, s.full(key), bytes.NewReader(buf[:n]), int64(n), "", sha, one)
@@ -453,10 +466,14 @@ func interrupted(err error) error {
 func (s *s3Store) putMultipart(ctx context.Context, key, what string, body *bodyReader, buf []byte, popts minio.PutObjectOptions) (err error) {
 	core := minio.Core{Client: s.put}
 	full := s.full(key)
-	uploadID, err := core.NewMultipartUpload(ctx, s.bucket, full, popts)
+	nctx, cancel := withCallTimeout(ctx, s.opts.CallTimeout)
+	uploadID, err := core.NewMultipartUpload(nctx, s.bucket, full, popts)
 	if err != nil {
-		return s.classify(ctx, what, err)
+		err = s.classify(nctx, what, err)
+		cancel()
+		return err
 	}
+	cancel()
 	defer func() {
 		if err != nil {
 			s.abort(ctx, key, uploadID)
@@ -482,13 +499,33 @@ func (s *s3Store) putMultipart(ctx context.Context, key, what string, body *body
 		}
 	}
 	// Last check before the object appears; see Put.
-	if _, err := s.meta.StatObject(ctx, s.bucket, full, minio.StatObjectOptions{}); err == nil {
-		return exists(s, key)
+	if err := s.lastCheck(ctx, key, what); err != nil {
+		return err
 	}
+	// No CallTimeout here: assembling a large object may take long (AWS
+	// answers at once and keeps its body moving while it works); the wait
+	// for an answer is bounded by IdleTimeout.
 	if _, err := core.CompleteMultipartUpload(ctx, s.bucket, full, uploadID, parts, popts); err != nil {
 		return s.classify(ctx, what, err)
 	}
 	return nil
+}
+
+// lastCheck is Put's check, right before an object appears, that the key is
+// still free: ErrExists when it is taken, the error when the check ran out
+// of time or was cancelled, and nil otherwise (other failures leave the
+// decision to the conditional request that follows).
+func (s *s3Store) lastCheck(ctx context.Context, key, what string) error {
+	sctx, cancel := withCallTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	_, err := s.meta.StatObject(sctx, s.bucket, s.full(key), minio.StatObjectOptions{})
+	if err == nil {
+		return exists(s, key)
+	}
+	if cerr := ctxErr(sctx, s, what); cerr != nil {
+		return cerr
+	}
+	return deadlineErr(s, what, err)
 }
 
 // putFailure turns a failed read of the body into the error to return:

@@ -214,6 +214,9 @@ func (s *supabaseStore) classify(ctx context.Context, what string, err error) er
 	if cerr := ctxErr(ctx, s, what); cerr != nil {
 		return cerr
 	}
+	if derr := deadlineErr(s, what, err); derr != nil {
+		return derr
+	}
 	var ae *apiError
 	if errors.As(err, &ae) {
 		text := strings.ToLower(ae.Err + " " + ae.Message)
@@ -338,14 +341,26 @@ func (s *supabaseStore) Get(ctx context.Context, key string) (io.ReadCloser, Obj
 		return nil, Object{}, err
 	}
 	what := fmt.Sprintf("get %q", key)
-	var resp *http.Response
-	// The body streams under the caller's ctx; no per-call deadline.
+	var g *getReader
+	// Opening, up to the response headers, is bounded by CallTimeout per
+	// attempt and retried; the body then streams with no overall deadline,
+	// bounded by IdleTimeout between bytes (watchTransport).
 	err := s.opts.Retry.do(ctx, s.opts.Log, what, 0, func(_ context.Context) error {
-		r, err := s.send(ctx, http.MethodGet, s.objectPath("authenticated/", key), nil, -1, nil)
-		if err != nil {
-			return s.classify(ctx, what, err)
+		rctx, cancel, opened := openCtx(ctx, s.opts.CallTimeout)
+		resp, err := s.send(rctx, http.MethodGet, s.objectPath("authenticated/", key), nil, -1, nil)
+		if !opened() {
+			if err == nil {
+				resp.Body.Close()
+			}
+			err = &callTimeoutError{s.opts.CallTimeout}
 		}
-		resp = r
+		if err != nil {
+			cerr := s.classify(rctx, what, err)
+			cancel()
+			return cerr
+		}
+		obj := objectFromHeaders(key, resp)
+		g = &getReader{rc: resp.Body, ctx: rctx, cancel: cancel, store: s, key: key, size: obj.Size, obj: obj}
 		return nil
 	})
 	if err != nil {
@@ -354,8 +369,7 @@ func (s *supabaseStore) Get(ctx context.Context, key string) (io.ReadCloser, Obj
 		}
 		return nil, Object{}, err
 	}
-	obj := objectFromHeaders(key, resp)
-	return &getReader{rc: resp.Body, store: s, key: key, size: obj.Size}, obj, nil
+	return g, g.obj, nil
 }
 
 func (s *supabaseStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
