@@ -261,6 +261,8 @@ func TestEveryErrorHasCodeAndHint(t *testing.T) {
 		{"unknown command", []string{"bogus"}, 2, "invalid_input"},
 		{"unknown subcommand", []string{"profile", "bogus"}, 2, "invalid_input"},
 		{"bad log level", []string{"--log-level", "loud", "profile", "list"}, 2, "invalid_input"},
+		{"store idle timeout 0", []string{"--store-idle-timeout", "0s", "profile", "list"}, 2, "invalid_input"},
+		{"negative store call timeout", []string{"profile", "list", "--store-call-timeout=-1s"}, 2, "invalid_input"},
 		{"missing profile", []string{"profile", "snapshot", "ghost"}, 1, "profile_not_found"},
 		{"delete missing profile", []string{"profile", "delete", "ghost"}, 1, "profile_not_found"},
 		{"no snapshot", []string{"profile", "restore", "ghost"}, 1, "snapshot_not_found"},

@@ -22,6 +22,10 @@ func storeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "aws-secret-access-key", EnvVars: []string{"AWS_SECRET_ACCESS_KEY"}, Usage: "secret `KEY` of s3:// stores (prefer the environment variable)"},
 		&cli.StringFlag{Name: "supabase-url", EnvVars: []string{"SUPABASE_URL"}, Usage: "Supabase project `URL` of supabase:// stores, e.g. https://abcdefgh.supabase.co"},
 		&cli.StringFlag{Name: "supabase-service-key", EnvVars: []string{"SUPABASE_SERVICE_KEY"}, Usage: "Supabase service_role `KEY` of supabase:// stores (prefer the environment variable)"},
+		&cli.DurationFlag{Name: "store-call-timeout", EnvVars: []string{"DIRECTOR_STORE_CALL_TIMEOUT"}, Value: 30 * time.Second,
+			Usage: "give up a store call of bounded size (stat, list, delete, opening a download) that has not answered after `DURATION`"},
+		&cli.DurationFlag{Name: "store-idle-timeout", EnvVars: []string{"DIRECTOR_STORE_IDLE_TIMEOUT"}, Value: 60 * time.Second,
+			Usage: "give up an upload or download to the store that has made no progress for `DURATION` (a slow one that moves is never cut)"},
 	}
 }
 
@@ -37,7 +41,14 @@ func flagOrEnv(c *cli.Context, name, env string) string {
 // openStore opens the configured store (--store / DIRECTOR_STORE) with the
 // credentials of storeFlags.
 func openStore(ctx context.Context, c *cli.Context, g *globals) (storage.Store, error) {
+	for _, name := range []string{"store-call-timeout", "store-idle-timeout"} {
+		if d := c.Duration(name); d <= 0 {
+			return nil, errcode.New(errcode.InvalidInput, "--%s must be positive, not %s", name, d).WithHint("for example --%s 2m", name)
+		}
+	}
 	return storage.Open(ctx, g.StoreURL(), storage.Options{
+		CallTimeout:        c.Duration("store-call-timeout"),
+		IdleTimeout:        c.Duration("store-idle-timeout"),
 		AWSAccessKeyID:     flagOrEnv(c, "aws-access-key-id", "AWS_ACCESS_KEY_ID"),
 		AWSSecretAccessKey: flagOrEnv(c, "aws-secret-access-key", "AWS_SECRET_ACCESS_KEY"),
 		SupabaseURL:        flagOrEnv(c, "supabase-url", "SUPABASE_URL"),

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"director/internal/s3test"
 )
@@ -87,5 +89,45 @@ func TestStoreCheckText(t *testing.T) {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout.String())
 		}
+	}
+}
+
+// --store-call-timeout reaches the store: against a server that accepts
+// connections and never answers, a restore fails with storage_unavailable
+// after that timeout, well before the 30 s default (the test's own deadline
+// is 20 s, which would end it as interrupted instead).
+func TestStoreCallTimeoutFlag(t *testing.T) {
+	home := cliEnv(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c) // read nothing, answer nothing
+		}
+	}()
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"director", "--home", home, "--json", "--store", "s3://snaps?endpoint=" + l.Addr().String() + "&insecure=true",
+		"--store-call-timeout", "1s", "profile", "restore", "work", "latest"}, &out, &errb)
+	m := decodeJSON(t, out.String())
+	e, _ := m["error"].(map[string]any)
+	if code != 1 || e["code"] != "storage_unavailable" {
+		t.Fatalf("exit %d, %s; want exit 1 and storage_unavailable", code, out.String())
 	}
 }
