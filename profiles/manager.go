@@ -237,6 +237,7 @@ func (m *Manager) Lock(ctx context.Context, name string, wait time.Duration) (*L
 			return nil, errcode.Hinted(err, errcode.Internal, "check that "+m.Root+" is readable by you", "locking profile %q", name)
 		}
 		if same {
+			m.sweep(name)
 			return &Lock{name: name, path: path, dir: m.Dir(name), fl: fl}, nil
 		}
 		// The previous holder removed the file we locked: lock the new one.
@@ -278,7 +279,6 @@ func (m *Manager) lockFor(ctx context.Context, name string, held *Lock) (*Lock, 
 	if err != nil {
 		return nil, nil, err
 	}
-	m.sweep(name)
 	return l, l.Unlock, nil
 }
 

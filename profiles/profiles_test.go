@@ -845,9 +845,13 @@ func TestLockSweepsWhatKilledCommandsLeft(t *testing.T) {
 		mkTree(filepath.Join(m.Root, ".sw.restore-notdigits")),
 		mkTree(filepath.Join(m.Root, ".sw.deleted-toolongsuffix")),
 	}
-	if _, err := m.Snapshot(ctx, "sw", SnapshotOptions{}); err != nil {
+	// Lock is what every command on a profile takes first (snapshot,
+	// restore, delete, prune, run, profile open).
+	l, err := m.Lock(ctx, "sw", 0)
+	if err != nil {
 		t.Fatal(err)
 	}
+	l.Unlock()
 	for _, p := range ours {
 		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s survived the next command on the profile (%v)", filepath.Base(p), err)
