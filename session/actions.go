@@ -161,7 +161,7 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
-			err = interrupted(ctx)
+			err = s.classify(ctx, errcode.Wrap(ctx.Err(), errcode.Internal, "sleep cut short"))
 		case <-s.ctx.Done():
 			err = errcode.Wrap(context.Cause(s.ctx), errcode.Internal, "session ended during sleep")
 		}
@@ -633,6 +633,22 @@ func (s *Session) closeTab(actx context.Context, cur *tab, handle string) (strin
 	return t.handle, s.cdpErr(err, "close %s", t.handle)
 }
 
+// loginStatusErr is the error of a login check whose page the site answered
+// with an HTTP error status.
+func (s *Session) loginStatusErr(rawURL string, code int, text string) error {
+	status := fmt.Sprintf("HTTP %d", code)
+	if text != "" {
+		status += " " + text
+	}
+	if code == 401 || code == 403 {
+		s.pause()
+		return errcode.New(errcode.HumanRequired, "login check: %s answered %s, so the profile is not logged in", rawURL, status).
+			WithHint("log in again in a headed browser on this profile")
+	}
+	return errcode.New(errcode.Internal, "login check: %s answered %s, so the check cannot tell whether the profile is logged in", rawURL, status).
+		WithHint("no snapshot is taken and the latest good one is kept; check login_check.url, or run again when the site is back")
+}
+
 // loginCheck opens a.URL and decides whether the profile is logged in:
 // LoggedInSelector must appear, LoginWallSelector must not, and no CAPTCHA.
 //
@@ -669,23 +685,18 @@ func (s *Session) loginCheck(actx, ctx context.Context, t *tab, a Action) error 
 	r := resp
 	mu.Unlock()
 	if r != nil && r.Status >= 400 {
-		status := fmt.Sprintf("HTTP %d", r.Status)
-		if r.StatusText != "" {
-			status += " " + r.StatusText
-		}
-		if r.Status == 401 || r.Status == 403 {
-			s.pause()
-			return errcode.New(errcode.HumanRequired, "login check: %s answered %s, so the profile is not logged in", a.URL, status).
-				WithHint("log in again in a headed browser on this profile")
-		}
-		return errcode.New(errcode.Internal, "login check: %s answered %s, so the check cannot tell whether the profile is logged in", a.URL, status).
-			WithHint("no snapshot is taken and the latest good one is kept; check login_check.url, or run again when the site is back")
+		return s.loginStatusErr(a.URL, int(r.Status), r.StatusText)
 	}
 	if navErr != nil {
 		return navErr
 	}
+	// The document's own status too: a navigation that only changes the
+	// fragment (a hash-routed app) loads nothing, so no response event
+	// comes, and the page may still be the error page it was.
 	expr := `(() => {
 		if (location.protocol === "chrome-error:") return "error";
+		const nav = performance.getEntriesByType("navigation")[0];
+		if (nav && nav.responseStatus >= 400) return "http:" + nav.responseStatus;
 		if (document.querySelector(` + js(captchaSelector) + `)) return "captcha";
 		const inSel = ` + js(a.LoggedInSelector) + `, wallSel = ` + js(a.LoginWallSelector) + `;
 		if (inSel && document.querySelector(inSel)) return "in";
@@ -712,6 +723,10 @@ func (s *Session) loginCheck(actx, ctx context.Context, t *tab, a Action) error 
 		} else {
 			state = "missing"
 		}
+	}
+	if code, ok := strings.CutPrefix(state, "http:"); ok {
+		n, _ := strconv.Atoi(code)
+		return s.loginStatusErr(a.URL, n, "")
 	}
 	switch state {
 	case "in":

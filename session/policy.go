@@ -54,6 +54,13 @@ func ValidatePattern(p string) error {
 	if p != strings.ToLower(p) {
 		return fmt.Errorf("%q: write domain patterns in lowercase", p)
 	}
+	for _, c := range p {
+		if c > 0x7f {
+			// The browser writes such a host in its ASCII form (bücher.de is
+			// xn--bcher-kva.de), which is what every check compares against.
+			return fmt.Errorf("%q: write an internationalised domain name in its ASCII (punycode) form, e.g. xn--bcher-kva.de for bücher.de", p)
+		}
+	}
 	if _, err := path.Match(p, ""); err != nil {
 		return fmt.Errorf("%q is not a valid glob: %v", p, err)
 	}
@@ -90,16 +97,10 @@ type Policy struct {
 // http(s) and ws(s) URLs name a domain; about:, data:, blob: and
 // chrome-error: pages are always allowed.
 func (p Policy) Check(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
+	host, ok := checkedHost(rawURL)
+	if !ok {
 		return ""
 	}
-	switch u.Scheme {
-	case "http", "https", "ws", "wss":
-	default:
-		return ""
-	}
-	host := u.Hostname()
 	for _, b := range p.Blocklist {
 		if MatchDomain(b, host) {
 			return fmt.Sprintf("%s is on the blocklist (%s)", host, b)
@@ -114,6 +115,48 @@ func (p Policy) Check(rawURL string) string {
 		}
 	}
 	return fmt.Sprintf("%s is not on the allowlist", host)
+}
+
+// checkedHost returns the host of an http(s) or ws(s) URL, and false for
+// URLs of other schemes, which name no domain. Chrome accepts hosts that
+// net/url refuses ("a}b.example.com"), so when net/url fails the host is
+// taken out of the authority by hand: a URL the check cannot read must not
+// pass it unread.
+func checkedHost(rawURL string) (string, bool) {
+	if u, err := url.Parse(rawURL); err == nil {
+		switch u.Scheme {
+		case "http", "https", "ws", "wss":
+			return u.Hostname(), true
+		}
+		return "", false
+	}
+	scheme, rest, found := strings.Cut(rawURL, ":")
+	switch strings.ToLower(scheme) {
+	case "http", "https", "ws", "wss":
+	default:
+		return "", false
+	}
+	if !found {
+		return "", true
+	}
+	rest = strings.TrimLeft(rest, "/\\")
+	if i := strings.IndexAny(rest, "/\\?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		rest = rest[i+1:]
+	}
+	if strings.HasPrefix(rest, "[") {
+		if i := strings.Index(rest, "]"); i >= 0 {
+			return rest[1:i], true
+		}
+	} else if i := strings.LastIndex(rest, ":"); i >= 0 {
+		rest = rest[:i]
+	}
+	if h, err := url.PathUnescape(rest); err == nil {
+		rest = h
+	}
+	return strings.ToLower(rest), true
 }
 
 // Host returns the host name of rawURL, or "" when it has none.
@@ -217,8 +260,22 @@ func ipv4Glob(pattern string) bool {
 	if !strings.ContainsAny(pattern, "*?[") {
 		return false
 	}
-	for _, c := range pattern {
-		if !strings.ContainsRune("0123456789.*?[]-^\\", c) {
+	// Only the characters outside […] classes decide: a class may list
+	// anything and still match a digit.
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; {
+		case c == '[':
+			for i++; i < len(pattern) && pattern[i] != ']'; i++ {
+				if pattern[i] == '\\' {
+					i++
+				}
+			}
+		case c == '\\':
+			i++
+			if i < len(pattern) && !strings.ContainsRune("0123456789.", rune(pattern[i])) {
+				return false
+			}
+		case !strings.ContainsRune("0123456789.*?", rune(c)):
 			return false
 		}
 	}
@@ -242,7 +299,7 @@ func ipv4Glob(pattern string) bool {
 func (p Policy) webSocketRules() []*network.Conditions {
 	var rules []*network.Conditions
 	add := func(pattern string, offline bool) {
-		for _, h := range hostPatterns(pattern) {
+		for _, h := range hostPatterns(pattern, !offline) {
 			for _, scheme := range []string{"ws", "wss"} {
 				rules = append(rules, &network.Conditions{URLPattern: scheme + "://" + h + ":*/*", Offline: offline, DownloadThroughput: -1, UploadThroughput: -1})
 			}
@@ -270,8 +327,9 @@ const maxHostVariants = 256
 // hostPatterns are hostname patterns, in the URLPattern syntax Chrome takes
 // in Network.emulateNetworkConditionsByRule (no regular expressions), that
 // together match the canonical host names MatchDomain(pattern, host)
-// accepts.
-func hostPatterns(pattern string) []string {
+// accepts. For a refusing rule they may match more; for an allowing one
+// (allow) never more, so an allow glob too wide to spell out gives none.
+func hostPatterns(pattern string, allow bool) []string {
 	if !strings.ContainsAny(pattern, "*?[") {
 		out := []string{"{*.}?" + urlPatternQuote(pattern) + "{.}?"}
 		if a, err := netip.ParseAddr(pattern); err == nil && a.Is4() {
@@ -358,7 +416,14 @@ func hostPatterns(pattern string) []string {
 	for i := range variants {
 		variants[i] += "{.}?"
 	}
-	if ipv4Glob(pattern) {
+	if allow && widen {
+		// A widened allow rule would let through WebSockets the allowlist
+		// refuses; without it they meet the final refuse-all rule instead.
+		return nil
+	}
+	if ipv4Glob(pattern) && !allow {
+		// No glob can spell the hex of a mapped address: refuse them all
+		// (an allow rule must not let them all through).
 		variants = append(variants, `[\:\:ffff\:*]`)
 	}
 	return variants

@@ -63,6 +63,13 @@ func TestPolicy(t *testing.T) {
 		{"plain IPv4 still blocked", []string{"127.0.0.2"}, nil, "http://127.0.0.2:18777/", true},
 		{"an IPv6 address is not a mapped one", []string{"127.0.0.2"}, nil, "http://[::7f00:2]/", false},
 		{"allowlist admits the mapped form", nil, []string{"127.0.0.1"}, "http://[::ffff:7f00:1]:9/", false},
+		// Chrome sends hosts that net/url refuses; they are checked all the same.
+		{"a host net/url refuses", []string{"blocked.test"}, nil, "http://a}b.blocked.test:9/sub", true},
+		{"an escaped host", []string{"blocked.test"}, nil, "http://a%2Ab.blocked.test/", true},
+		{"userinfo before such a host", []string{"blocked.test"}, nil, "http://good.test@x{y.blocked.test/", true},
+		{"such a host elsewhere passes", []string{"blocked.test"}, nil, "http://a}b.other.test/", false},
+		{"such a host off the allowlist", nil, []string{"good.test"}, "https://a{b.test/", true},
+		{"a bracketed IPv4 glob class", []string{"10.0.0.[0-9a-f]"}, nil, "http://[::ffff:a00:1]/", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -80,7 +87,7 @@ func TestValidatePattern(t *testing.T) {
 			t.Errorf("ValidatePattern(%q) = %v", good, err)
 		}
 	}
-	for _, bad := range []string{"", "https://example.com", "example.com/path", "Example.com", "example.com:80", "[bad"} {
+	for _, bad := range []string{"", "https://example.com", "example.com/path", "Example.com", "example.com:80", "[bad", "bücher.test"} {
 		if err := ValidatePattern(bad); err == nil {
 			t.Errorf("ValidatePattern(%q) accepted it", bad)
 		}
@@ -552,6 +559,19 @@ func TestLoginCheckHTTPError(t *testing.T) {
 			}
 		})
 	}
+	// A check whose URL differs from the page's only in the fragment (a
+	// hash-routed app) loads nothing and sees no response: the document's
+	// own status still fails it.
+	errPage := hs.on("127.0.0.1", "/status?code=503")
+	f.do(t, Action{Type: ActNavigate, URL: errPage + "#a"})
+	_, err := f.s.Do(context.Background(), Action{Type: ActLoginCheck, URL: errPage + "#b", LoginWallSelector: "form#login"})
+	wantCode(t, err, errcode.Internal)
+	if !strings.Contains(err.Error(), "HTTP 503") {
+		t.Fatalf("fragment-only check: %v, want it to name HTTP 503", err)
+	}
+	if err := f.s.Resume(); err != nil {
+		t.Fatal(err)
+	}
 	// A page that loads fine still passes.
 	f.do(t, Action{Type: ActLoginCheck, URL: hs.on("127.0.0.1", "/status?code=200"), LoginWallSelector: "form#login"})
 }
@@ -617,5 +637,14 @@ func TestInterrupted(t *testing.T) {
 				t.Fatalf("the session ended: %v", f.s.Err())
 			}
 		})
+	}
+	// A caller's deadline is a timeout, not an interruption.
+	for _, a := range []Action{{Type: ActSleep, Duration: time.Minute}, {Type: ActEvaluate, Expression: `new Promise(() => {})`}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_, err := f.s.Do(ctx, a)
+		cancel()
+		if errcode.Of(err) != errcode.Timeout {
+			t.Errorf("%s past the caller's deadline: %v [%s], want %s", a.Type, err, errcode.Of(err), errcode.Timeout)
+		}
 	}
 }
