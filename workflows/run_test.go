@@ -465,6 +465,7 @@ steps:
   - navigate: SITE/storage
   - wait_for: "#ready"
   - snapshot: {note: checkpoint}
+  - wait_for: "#ready"
   - extract: {selector: "#ls", as: ls}
 `
 	res, err = e.run(t, e.wf(t, checked))
