@@ -96,6 +96,22 @@ func text(t *testing.T, b *Browser, url, sel string) string {
 	return s
 }
 
+// storage returns the localStorage and IndexedDB values the test site's
+// storage page shows. The page fills them from a script, which adds #ready
+// last: reading #ls as soon as it exists could read it still empty.
+func storage(t *testing.T, b *Browser, url string) (ls, idb string) {
+	t.Helper()
+	text(t, b, url, "#ready")
+	var err error
+	if ls, err = chromedp.Run(b.Context(), chromedp.Text("#ls")); err != nil {
+		t.Fatal(err)
+	}
+	if idb, err = chromedp.Run(b.Context(), chromedp.Text("#idb")); err != nil {
+		t.Fatal(err)
+	}
+	return ls, idb
+}
+
 // browserCookies returns the cookies the site sees from the browser.
 func browserCookies(t *testing.T, b *Browser, site *testsite.Site) map[string]string {
 	t.Helper()
@@ -154,7 +170,7 @@ func TestLaunchLoginPersistsAcrossGracefulClose(t *testing.T) {
 	if got := text(t, b, site.At("/storage?set=v1"), "#ready"); got != "ready" {
 		t.Fatal(got)
 	}
-	if ls, idb := text(t, b, site.At("/storage?set=v1"), "#ls"), text(t, b, site.At("/storage"), "#idb"); ls != "v1" || idb != "v1" {
+	if ls, idb := storage(t, b, site.At("/storage")); ls != "v1" || idb != "v1" {
 		t.Fatalf("storage ls=%q idb=%q", ls, idb)
 	}
 	info, inUse, err := ProfileInUse(dir)
@@ -208,7 +224,7 @@ func TestLaunchLoginPersistsAcrossGracefulClose(t *testing.T) {
 	if c := browserCookies(t, b2, site); c["late"] != "L" {
 		t.Errorf("cookie set just before close lost: %v", testsite.SortedCookieNames(c))
 	}
-	if ls, idb := text(t, b2, site.At("/storage"), "#ls"), text(t, b2, site.At("/storage"), "#idb"); ls != "v1" || idb != "v1" {
+	if ls, idb := storage(t, b2, site.At("/storage")); ls != "v1" || idb != "v1" {
 		t.Errorf("storage after relaunch ls=%q idb=%q", ls, idb)
 	}
 }
