@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/urfave/cli/v2"
@@ -238,6 +239,10 @@ func TestEveryErrorHasCodeAndHint(t *testing.T) {
 	if err := os.WriteFile(pub, []byte("age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	fifo := filepath.Join(dir, "archive.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// A snapshot from a Chrome newer than any installed one.
 	if err := os.WriteFile(filepath.Join(home, "browser-profiles", "work", "Last Version"), []byte("999.0.0.0"), 0o600); err != nil {
 		t.Fatal(err)
@@ -271,6 +276,7 @@ func TestEveryErrorHasCodeAndHint(t *testing.T) {
 		{"missing --archive file", []string{"profile", "restore", "work", "--archive", filepath.Join(dir, "none.tar.zst")}, 1, "snapshot_not_found"},
 		{"not an archive", []string{"profile", "restore", "work", "--archive", badWF}, 1, "snapshot_corrupt"},
 		{"--archive is a directory", []string{"profile", "restore", "work", "--archive", dir}, 2, "invalid_input"},
+		{"--archive is a fifo", []string{"profile", "restore", "work", "--archive", fifo}, 2, "invalid_input"},
 		{"snapshot of a newer Chrome", []string{"profile", "restore", "work", "latest"}, 2, "invalid_input"},
 		{"--chrome that does not run", []string{"profile", "restore", "work", "latest", "--chrome", filepath.Join(dir, "no-chrome")}, 2, "invalid_input"},
 		{"--max-size 0", []string{"profile", "snapshot", "work", "--max-size", "0"}, 2, "invalid_input"},
