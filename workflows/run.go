@@ -339,8 +339,7 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 	if w.LoginCheck != nil && s.Err() == nil && (err == nil || (w.Snapshot == SnapshotAlways && StatusFor(err) == StatusFailed)) {
 		t0 := time.Now()
 		r.progress(ProgressEvent{Stage: "login_check", Detail: w.LoginCheck.URL})
-		_, lerr := s.Do(ctx, session.Action{Type: session.ActLoginCheck, URL: w.LoginCheck.URL,
-			LoggedInSelector: w.LoginCheck.LoggedInSelector, LoginWallSelector: w.LoginCheck.LoginWallSelector})
+		_, lerr := s.Do(ctx, loginCheckAction(w, ""))
 		res.Durations.LoginCheckMS = ms(time.Since(t0))
 		r.progress(ProgressEvent{Stage: "login_check", Done: true, Duration: time.Since(t0), Err: lerr})
 		if lerr == nil {
@@ -540,6 +539,13 @@ func (r *Runner) steps(ctx context.Context, w *Workflow, s *session.Session, loc
 	return nil
 }
 
+// loginCheckAction is the workflow's login check as a session action on tab
+// ("" for the current one).
+func loginCheckAction(w *Workflow, tab string) session.Action {
+	return session.Action{Type: session.ActLoginCheck, Tab: tab, URL: w.LoginCheck.URL,
+		LoggedInSelector: w.LoginCheck.LoggedInSelector, LoginWallSelector: w.LoginCheck.LoginWallSelector}
+}
+
 // proveLogin runs the workflow's login check, if it has one, in a tab of its
 // own, so that the steps' tabs keep their pages, then closes that tab and
 // makes the previous tab current again.
@@ -557,8 +563,7 @@ func (r *Runner) proveLogin(ctx context.Context, w *Workflow, s *session.Session
 	if err != nil {
 		return err
 	}
-	_, err = s.Do(ctx, session.Action{Type: session.ActLoginCheck, Tab: out.Tab, URL: w.LoginCheck.URL,
-		LoggedInSelector: w.LoginCheck.LoggedInSelector, LoginWallSelector: w.LoginCheck.LoginWallSelector})
+	_, err = s.Do(ctx, loginCheckAction(w, out.Tab))
 	if err != nil {
 		return err // the session is paused for a human, or over: no clean-up to do
 	}

@@ -85,14 +85,17 @@ func mustOK(t *testing.T, res *Result, err error) {
 	}
 }
 
-const loginWF = `name: login
-profile: web
-snapshot: on_success
-login_check:
+// loginCheckYAML is the test site's login check, as workflows write it.
+const loginCheckYAML = `login_check:
   url: SITE/account
   logged_in_selector: "#whoami"
   login_wall_selector: form#login
-vars:
+`
+
+const loginWF = `name: login
+profile: web
+snapshot: on_success
+` + loginCheckYAML + `vars:
   user: alice
 steps:
   - navigate: SITE/login
@@ -457,11 +460,7 @@ func TestMidRunSnapshotNeedsTheLoginCheck(t *testing.T) {
 	const checked = `name: mid
 profile: web
 snapshot: on_success
-login_check:
-  url: SITE/account
-  logged_in_selector: "#whoami"
-  login_wall_selector: form#login
-steps:
+` + loginCheckYAML + `steps:
   - navigate: SITE/storage
   - wait_for: "#ready"
   - snapshot: {note: checkpoint}
