@@ -161,6 +161,7 @@ func (d *decoder) mapping(n ast.Node, field string, line int) ([]kv, bool) {
 		return nil, false
 	}
 	out := make([]kv, 0, len(values))
+	first := make(map[string]int, len(values)) // key → its line
 	for _, mv := range values {
 		k := mv.Key
 		var key string
@@ -170,6 +171,12 @@ func (d *decoder) mapping(n ast.Node, field string, line int) ([]kv, bool) {
 			key = k.String()
 		}
 		kl := lineOf(k, line)
+		// The parser accepts duplicate keys so that this can name the field.
+		if fl, dup := first[key]; dup {
+			d.add(kl, join(field, key), "appears twice in one mapping (first on line %d); keep one", fl)
+			continue
+		}
+		first[key] = kl
 		val := d.unwrap(mv.Value, join(field, key), kl)
 		out = append(out, kv{key: key, line: kl, val: val})
 	}
@@ -308,7 +315,7 @@ func (d *decoder) decode(data []byte) *Workflow {
 		Session:  SessionConfig{IdleTimeout: DefaultIdleTimeout, MaxDuration: DefaultMaxDuration},
 		Vars:     map[string]string{},
 	}
-	f, err := parser.ParseBytes(data, 0)
+	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
 		line := 1
 		msg := err.Error()
@@ -318,6 +325,9 @@ func (d *decoder) decode(data []byte) *Workflow {
 			if se.Token != nil && se.Token.Position != nil {
 				line = se.Token.Position.Line
 			}
+		}
+		if strings.Contains(msg, "'\t'") {
+			msg += " (a tab: YAML indents with spaces only)"
 		}
 		d.add(line, "", "malformed YAML: %s", msg)
 		return w

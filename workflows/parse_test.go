@@ -137,7 +137,10 @@ func TestParseErrors(t *testing.T) {
 		msg       string
 	}{
 		{"malformed yaml", "name: x\nprofile: [p\nsteps: []\n", 3, "", "malformed YAML"},
-		{"tab indentation", "name: x\n\tprofile: p\n", 2, "", "malformed YAML"},
+		{"tab indentation", "name: x\n\tprofile: p\n", 2, "", "YAML indents with spaces only"},
+		{"duplicate top key", head + "profile: q\n" + step, 3, "profile", "appears twice in one mapping (first on line 2)"},
+		{"duplicate step key", head + "steps:\n  - navigate: http://h/\n    navigate: http://i/\n", 5, "steps[0].navigate", "appears twice"},
+		{"duplicate nested key", head + "session:\n  idle_timeout: 1m\n  idle_timeout: 2m\n" + step, 5, "session.idle_timeout", "first on line 4"},
 		{"not a mapping", "- a\n- b\n", 1, "", "must be a mapping"},
 		{"unknown top key", head + "stpes: []\n" + step, 3, "stpes", "unknown key"},
 		{"missing name", "profile: p\n" + step, 1, "name", "required"},
@@ -219,7 +222,7 @@ func TestParseErrors(t *testing.T) {
 		{"snapshot incognito", "name: x\nprofile: null\nsteps:\n  - snapshot:\n", 4, "steps[0].snapshot", "incognito"},
 		{"snapshot unknown", head + "steps:\n  - snapshot: {notes: x}\n", 4, "steps[0].snapshot.notes", "unknown key"},
 		{"alias", head + "vars:\n  a: &x hi\n  b: *x\n" + step, 5, "vars.b", "aliases are not supported"},
-		{"duplicate key", "name: x\nname: y\nprofile: p\n" + step, 2, "", "malformed YAML"},
+		{"duplicate key", "name: x\nname: y\nprofile: p\n" + step, 2, "name", "appears twice"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
