@@ -327,7 +327,7 @@ func (d *decoder) decode(data []byte) *Workflow {
 			}
 		}
 		if strings.Contains(msg, "'\t'") {
-			msg += " (a tab: YAML indents with spaces only)"
+			msg = strings.ReplaceAll(msg, "'\t'", `'\t'`) + " (a tab: YAML indents with spaces only)"
 		}
 		d.add(line, "", "malformed YAML: %s", msg)
 		return w

@@ -137,7 +137,7 @@ func TestParseErrors(t *testing.T) {
 		msg       string
 	}{
 		{"malformed yaml", "name: x\nprofile: [p\nsteps: []\n", 3, "", "malformed YAML"},
-		{"tab indentation", "name: x\n\tprofile: p\n", 2, "", "YAML indents with spaces only"},
+		{"tab indentation", "name: x\n\tprofile: p\n", 2, "", `'\t' that cannot start any token (a tab: YAML indents with spaces only)`},
 		{"duplicate top key", head + "profile: q\n" + step, 3, "profile", "appears twice in one mapping (first on line 2)"},
 		{"duplicate step key", head + "steps:\n  - navigate: http://h/\n    navigate: http://i/\n", 5, "steps[0].navigate", "appears twice"},
 		{"duplicate nested key", head + "session:\n  idle_timeout: 1m\n  idle_timeout: 2m\n" + step, 5, "session.idle_timeout", "first on line 4"},
