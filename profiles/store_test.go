@@ -5,6 +5,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -437,6 +439,17 @@ func TestVerifyChecksTheStoredManifest(t *testing.T) {
 			}
 			return m.Store.Put(ctx, res.ManifestKey, strings.NewReader("{not json"), 9)
 		}, errcode.SnapshotCorrupt, ".manifest.json"},
+		// A damaged archive is blamed, not the manifest that describes
+		// what the archive should have been, nor the key.
+		{"archive of another snapshot", false, func(m *Manager, res, other *SnapshotResult) error {
+			return replaceObject(ctx, m, res.ObjectKey, func([]byte) []byte { return getObject(t, m, other.ObjectKey) })
+		}, errcode.SnapshotCorrupt, "stored archive"},
+		{"archive with a flipped byte", false, func(m *Manager, res, _ *SnapshotResult) error {
+			return replaceObject(ctx, m, res.ObjectKey, flipMiddleByte)
+		}, errcode.SnapshotCorrupt, "stored archive"},
+		{"archive with a flipped byte, encrypted", true, func(m *Manager, res, _ *SnapshotResult) error {
+			return replaceObject(ctx, m, res.ObjectKey, flipMiddleByte)
+		}, errcode.SnapshotCorrupt, "stored archive"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -475,9 +488,61 @@ func TestVerifyChecksTheStoredManifest(t *testing.T) {
 			if !strings.Contains(err.Error(), res.ID) || !strings.Contains(err.Error(), c.msg) {
 				t.Errorf("error %q does not name the snapshot and %q", err, c.msg)
 			}
-			if h := errcode.HintOf(err); !strings.Contains(h, "restores") || !strings.Contains(h, "director profile snapshot v") {
-				t.Errorf("hint %q does not say the archive restores and how to take a new snapshot", h)
+			restores := "still restores"
+			if c.msg == "stored archive" {
+				restores = "will not restore"
+				// Restore names the damaged archive the same way and
+				// leaves the profile as it was.
+				before := readTree(t, m.Dir("v"))
+				_, rerr := m.Restore(ctx, "v", res.ID, RestoreOptions{})
+				if errcode.Of(rerr) != errcode.SnapshotCorrupt || !strings.Contains(rerr.Error(), "stored archive") {
+					t.Errorf("Restore = %v, want snapshot_corrupt naming the stored archive", rerr)
+				}
+				if after := readTree(t, m.Dir("v")); !maps.Equal(before, after) {
+					t.Errorf("a failed restore changed the profile")
+				}
+			}
+			if h := errcode.HintOf(err); !strings.Contains(h, restores) || !strings.Contains(h, "director profile snapshot v") {
+				t.Errorf("hint %q does not say the archive %s and how to take a new snapshot", h, restores)
 			}
 		})
 	}
+}
+
+// getObject reads a whole object of m's store.
+func getObject(t *testing.T, m *Manager, key string) []byte {
+	t.Helper()
+	rc, _, err := m.Store.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// replaceObject replaces the object at key with edit of its bytes.
+func replaceObject(ctx context.Context, m *Manager, key string, edit func([]byte) []byte) error {
+	rc, _, err := m.Store.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		return err
+	}
+	b = edit(b)
+	if err := m.Store.Delete(ctx, key); err != nil {
+		return err
+	}
+	return m.Store.Put(ctx, key, bytes.NewReader(b), int64(len(b)))
+}
+
+func flipMiddleByte(b []byte) []byte {
+	b[len(b)/2] ^= 0x40
+	return b
 }

@@ -307,6 +307,7 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		size      int64 = -1
 		expectSHA string
 		encrypted bool
+		row       catalog.Snapshot // the snapshot of the store, when not --archive
 	)
 	if o.Archive != "" {
 		// Stat first: opening a fifo would block, and a directory opens fine
@@ -331,7 +332,8 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 			return nil, errcode.Wrap(err, errcode.Internal, "reading %s", o.Archive)
 		}
 	} else {
-		row, err := m.resolve(ctx, name, ref)
+		var err error
+		row, err = m.resolve(ctx, name, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -358,9 +360,19 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		body = p.Reader(body)
 		defer p.Finish()
 	}
+	// A snapshot of the store whose archive fails to decrypt or extract is
+	// first checked against the catalog's sha256, so that a damaged archive
+	// is named as such (damagedArchive); hashChecked says BeforeSwap did.
+	hashChecked := false
+	failed := func(err error) error {
+		if expectSHA == "" || hashChecked {
+			return err
+		}
+		return damagedArchive(name, row, hr, err)
+	}
 	if encrypted {
 		if body, err = encrypt.Decrypt(body, m.Identities); err != nil {
-			return nil, err
+			return nil, failed(err)
 		}
 	}
 	man, err := snapshot.Restore(ctx, body, m.Dir(name), snapshot.RestoreOptions{
@@ -378,15 +390,15 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 			if _, err := io.Copy(io.Discard, hr); err != nil {
 				return errcode.Wrap(err, errcode.StorageUnavailable, "reading the rest of the archive")
 			}
-			if expectSHA != "" && hr.sum() != expectSHA {
-				return errcode.New(errcode.SnapshotCorrupt, "archive sha256 %s does not match the catalog's %s", hr.sum(), expectSHA).
-					WithHint("the stored archive was altered or damaged; restore another snapshot (`director profile snapshots %s`)", name)
+			hashChecked = true
+			if expectSHA != "" && (hr.sum() != expectSHA || hr.n != row.ArchiveSize) {
+				return archiveMismatch(name, row, hr, nil)
 			}
 			return m.checkChromeVersion(ctx, man, o.Force)
 		},
 	})
 	if err != nil {
-		return nil, err
+		return nil, failed(err)
 	}
 	if res.ID == "" {
 		res.ID = man.ID
@@ -608,19 +620,18 @@ func (m *Manager) Verify(ctx context.Context, name, ref string) (*VerifyResult, 
 	}
 	if row.Encrypted {
 		if body, err = encrypt.Decrypt(body, m.Identities); err != nil {
-			return nil, err
+			return nil, damagedArchive(name, row, hr, err)
 		}
 	}
 	man, err := snapshot.Verify(ctx, body, snapshot.ExtractOptions{MaxArchiveBytes: max(m.maxSize(), row.ArchiveSize), Expect: expect})
 	if err != nil {
-		return nil, fmt.Errorf("snapshot %s: %w", row.ID, err)
+		return nil, damagedArchive(name, row, hr, fmt.Errorf("snapshot %s: %w", row.ID, err))
 	}
 	if _, err := io.Copy(io.Discard, hr); err != nil {
 		return nil, errcode.Wrap(err, errcode.StorageUnavailable, "reading the rest of the archive")
 	}
 	if hr.sum() != row.ArchiveSHA256 || hr.n != row.ArchiveSize {
-		return nil, errcode.New(errcode.SnapshotCorrupt, "snapshot %s: stored archive has sha256 %s and %d bytes, the catalog says %s and %d", row.ID, hr.sum(), hr.n, row.ArchiveSHA256, row.ArchiveSize).
-			WithHint("the stored archive was altered or damaged; restore or keep another snapshot")
+		return nil, archiveMismatch(name, row, hr, nil)
 	}
 	if man.ID != row.ID || int64(man.FileCount) != row.FileCount || man.RawSize != row.RawSize {
 		return nil, errcode.New(errcode.SnapshotCorrupt, "snapshot %s: archive manifest (id %s, %d files, %d bytes) differs from the catalog (%d files, %d bytes)", row.ID, man.ID, man.FileCount, man.RawSize, row.FileCount, row.RawSize).
@@ -637,6 +648,38 @@ func (m *Manager) Verify(ctx context.Context, name, ref string) (*VerifyResult, 
 			WithHint("the archive is intact and still restores; take a new snapshot with `director profile snapshot %s`, or re-upload the right %s", name, manifestKey)
 	}
 	return &VerifyResult{Profile: name, ID: row.ID, ArchiveSHA256: hr.sum(), ArchiveSize: hr.n, FileCount: man.FileCount, RawSize: man.RawSize, OK: true}, nil
+}
+
+// damagedArchive explains a failed verification. When the stored archive
+// no longer has the sha256 the catalog recorded for it, the archive itself
+// was altered or damaged, and that is reported rather than what reading it
+// ran into: an archive that is not the snapshot's makes its manifest look
+// foreign, and a damaged encrypted one makes the key look wrong. Errors of
+// the store or the context are returned as they are.
+func damagedArchive(name string, row catalog.Snapshot, hr *hashingReader, cause error) error {
+	switch errcode.Of(cause) {
+	case errcode.SnapshotCorrupt, errcode.UnsafeArchive, errcode.DecryptFailed:
+	default:
+		return cause
+	}
+	if _, err := io.Copy(io.Discard, hr); err != nil {
+		return cause
+	}
+	if hr.sum() == row.ArchiveSHA256 && hr.n == row.ArchiveSize {
+		return cause
+	}
+	return archiveMismatch(name, row, hr, cause)
+}
+
+// archiveMismatch is the error for a stored archive whose sha256 or size is
+// not the catalog's; cause, if any, is what reading it ran into.
+func archiveMismatch(name string, row catalog.Snapshot, hr *hashingReader, cause error) error {
+	hint := fmt.Sprintf("the stored archive was altered or damaged and will not restore; restore another snapshot (`director profile snapshots %s`) or take a new one with `director profile snapshot %s`", name, name)
+	msg := fmt.Sprintf("snapshot %s: stored archive has sha256 %s and %d bytes, the catalog says %s and %d", row.ID, hr.sum(), hr.n, row.ArchiveSHA256, row.ArchiveSize)
+	if cause == nil {
+		return errcode.New(errcode.SnapshotCorrupt, "%s", msg).WithHint("%s", hint)
+	}
+	return errcode.Hinted(cause, errcode.SnapshotCorrupt, hint, "%s", msg)
 }
 
 // RebuildResult reports a catalog rebuild.
