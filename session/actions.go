@@ -143,9 +143,8 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 	case ActScreenshot:
 		res.File, err = s.screenshot(actx, ctx, t, a)
 	case ActEvaluate:
-		var v any
-		v, err = chromedp.Run(actx, chromedp.Evaluate[any](a.Expression, chromedp.EvalAwaitPromise))
-		if err != nil {
+		res.Value, err = chromedp.Run(actx, evaluate(a.Expression))
+		if err != nil && errcode.Of(err) != errcode.InvalidAction {
 			var ex *chromedp.ExceptionError
 			if errors.As(err, &ex) {
 				err = errcode.Hinted(err, errcode.InvalidAction, "fix the JavaScript expression", "the expression threw")
@@ -153,7 +152,6 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 				err = s.cdpErr(err, "evaluate")
 			}
 		}
-		res.Value = v
 	case ActAssert:
 		err = s.assert(actx, ctx, t, a)
 	case ActSleep:
@@ -744,4 +742,56 @@ func (s *Session) loginCheck(actx, ctx context.Context, t *tab, a Action) error 
 		s.pause()
 		return errcode.New(errcode.HumanRequired, "login check: %s does not show %s, so the profile is logged out", Host(a.URL), a.LoggedInSelector).WithHint("log in again in a headed browser on this profile")
 	}
+}
+
+// evaluate runs a JavaScript expression, awaiting a promise it returns, and
+// gives its value as JSON. The value is first taken as a reference, so that
+// a DOM node, which would come back by value as an empty object and pass
+// for a real result, is refused with a hint; any other object is then read
+// by value and released.
+func evaluate(expr string) chromedp.Action[any] {
+	return func(ctx context.Context, t *chromedp.Target) (any, error) {
+		ro, err := chromedp.Evaluate[*runtime.RemoteObject](expr, chromedp.EvalAwaitPromise)(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if ro.ObjectID == "" { // a primitive, null or undefined
+			return jsonValue(ro.Value)
+		}
+		defer func() {
+			_, _ = cdp.Call(ctx, t, runtime.ReleaseObject, runtime.ReleaseObjectParams{ObjectID: ro.ObjectID})
+		}()
+		if ro.Subtype == runtime.RemoteObjectSubtypeNode {
+			return nil, errcode.New(errcode.InvalidAction, "the expression returned a DOM node (%s), which has no JSON value", ro.ClassName).
+				WithHint("return a property of it, e.g. `document.querySelector('h1').textContent`, or use an extract step")
+		}
+		res, err := cdp.Call(ctx, t, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+			FunctionDeclaration: `function() { return this; }`,
+			ObjectID:            ro.ObjectID,
+			ReturnByValue:       new(true),
+		})
+		if err != nil {
+			return nil, err
+		}
+		if res.ExceptionDetails != nil {
+			return nil, &chromedp.ExceptionError{ExceptionDetails: res.ExceptionDetails}
+		}
+		if res.Result == nil {
+			return nil, nil
+		}
+		return jsonValue(res.Result.Value)
+	}
+}
+
+// jsonValue decodes a value returned by value; none (undefined, or what
+// JSON cannot hold: NaN, Infinity, a BigInt) is nil.
+func jsonValue(b []byte) (any, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, errcode.Wrap(err, errcode.Internal, "decoding the evaluate result")
+	}
+	return v, nil
 }

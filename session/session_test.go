@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -237,6 +238,17 @@ func TestActions(t *testing.T) {
 	}
 	if got := f.do(t, Action{Type: ActEvaluate, Expression: `Promise.resolve(6*7)`}).Value; got != float64(42) {
 		t.Fatalf("evaluate = %#v", got)
+	}
+	for expr, want := range map[string]any{
+		`({a: [1, "x", null], b: document.title.length > 0})`: map[string]any{"a": []any{float64(1), "x", nil}, "b": true},
+		`document.querySelectorAll("#ext").length`:            float64(1),
+		`"text"`:    "text",
+		`undefined`: nil,
+		`NaN`:       nil,
+	} {
+		if got := f.do(t, Action{Type: ActEvaluate, Expression: expr}).Value; !reflect.DeepEqual(got, want) {
+			t.Fatalf("evaluate %s = %#v, want %#v", expr, got, want)
+		}
 	}
 	f.do(t, Action{Type: ActAssert, Selector: "#out", Text: "green", URL: "*/widgets"})
 	file := filepath.Join(t.TempDir(), "shots", "page.png")
@@ -596,6 +608,8 @@ func TestStepMistakes(t *testing.T) {
 		{"login_check", Action{Type: ActLoginCheck, URL: f.site.At("/widgets"), LoginWallSelector: "###"}, `"###" is not a valid CSS selector`},
 		{"evaluate cyclic", Action{Type: ActEvaluate, Expression: cyclic}, "cannot be returned as JSON"},
 		{"evaluate window", Action{Type: ActEvaluate, Expression: `window`}, "cannot be returned as JSON"},
+		{"evaluate node", Action{Type: ActEvaluate, Expression: `document.body`}, "returned a DOM node (HTMLBodyElement)"},
+		{"evaluate awaited node", Action{Type: ActEvaluate, Expression: `Promise.resolve(document.documentElement)`}, "returned a DOM node"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
