@@ -38,6 +38,7 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 	var cmd *cli.Command
 	var global []string // global flags given after a command name
 	firstCmd := -1      // index in out of the first command name
+	help := false       // --help or -h anywhere, even where a value belongs
 	i := 0
 	for i < len(rest) {
 		a := rest[i]
@@ -55,6 +56,11 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 			n := flagArity(fl, a)
 			if i+n > len(rest) {
 				return nil, path, missingValue(fl, a, path)
+			}
+			if helpAsValue(rest, i, n) {
+				help = true
+				i += n
+				continue
 			}
 			if late {
 				global = append(global, rest[i:i+n]...)
@@ -91,10 +97,13 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 		return append(res, out[firstCmd:]...)
 	}
 	if cmd == nil || i >= len(rest) {
-		return append(withGlobals(), rest[i:]...), path, nil
+		res := append(withGlobals(), rest[i:]...)
+		if help {
+			res = append(res, "--help")
+		}
+		return res, path, nil
 	}
 	var moved, positional []string
-	help := false
 	for i < len(rest) {
 		a := rest[i]
 		if a == "--" {
@@ -108,7 +117,11 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 			if i+n > len(rest) {
 				return nil, path, missingValue(flags, a, path)
 			}
-			moved = append(moved, rest[i:i+n]...)
+			if helpAsValue(rest, i, n) {
+				help = true
+			} else {
+				moved = append(moved, rest[i:i+n]...)
+			}
 			i += n
 		case isFlag && knownFlag(app.Flags, a):
 			// A global flag given late: urfave/cli wants it before the command.
@@ -116,7 +129,11 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 			if i+n > len(rest) {
 				return nil, path, missingValue(app.Flags, a, path)
 			}
-			global = append(global, rest[i:i+n]...)
+			if helpAsValue(rest, i, n) {
+				help = true
+			} else {
+				global = append(global, rest[i:i+n]...)
+			}
 			i += n
 		case isFlag && isHelpFlag(a):
 			help = true
@@ -140,6 +157,13 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 		res = append(res, "--")
 	}
 	return append(res, positional...), path, nil
+}
+
+// helpAsValue reports whether the flag at rest[i], which takes n
+// arguments, would take --help or -h for its value: `--note --help` asks
+// for help, and is never a snapshot noted "--help".
+func helpAsValue(rest []string, i, n int) bool {
+	return n == 2 && isHelpFlag(rest[i+1])
 }
 
 // isHelpFlag reports whether arg asks for help: -h, --help, --help=true.

@@ -134,11 +134,27 @@ func TestHelpAnywhere(t *testing.T) {
 			}
 		})
 	}
-	// A value that looks like a help flag is a value.
+	// --help where a flag's value belongs asks for help and does nothing
+	// else; a value attached with "=" is a value.
 	h := withProfile(t)
-	code, out, errOut := runDirector(t, "--home", h, "--json", "profile", "snapshot", "work", "--note", "-h")
+	for _, args := range [][]string{{"--note", "-h"}, {"--note", "--help"}, {"--exclude", "--help"}} {
+		code, out, errOut := runDirector(t, append([]string{"--home", h, "profile", "snapshot", "work"}, args...)...)
+		if code != 0 || errOut != "" || !strings.Contains(out, "director profile snapshot [command options] NAME") {
+			t.Errorf("%v: exit %d, stderr %q, stdout:\n%s\nwant the help", args, code, errOut, out)
+		}
+	}
+	if code, out, errOut := runDirector(t, "--home", h, "--store", "--help", "profile", "list"); code != 0 || errOut != "" || !strings.Contains(out, "director profile list") {
+		t.Errorf("--store --help: exit %d, stderr %q, stdout:\n%s\nwant the help", code, errOut, out)
+	}
+	if _, out, _ := runDirector(t, "--home", h, "--json", "profile", "snapshots", "work"); strings.Contains(out, `"id"`) {
+		t.Fatalf("a help request took a snapshot: %s", out)
+	}
+	code, out, errOut := runDirector(t, "--home", h, "--json", "profile", "snapshot", "work", "--note=-h")
 	if code != 0 {
-		t.Fatalf("--note -h: exit %d %s %s", code, out, errOut)
+		t.Fatalf("--note=-h: exit %d %s %s", code, out, errOut)
+	}
+	if _, out, _ := runDirector(t, "--home", h, "--json", "profile", "snapshots", "work"); !strings.Contains(out, `"note": "-h"`) {
+		t.Fatalf("--note=-h did not note -h: %s", out)
 	}
 	// "h" and "help" are profile names, not help topics, for a command
 	// that takes a NAME.
