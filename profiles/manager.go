@@ -73,6 +73,8 @@ type Manager struct {
 	// ChromeVersion, when set, returns the version of the Chrome that will
 	// open restored profiles; restore refuses a snapshot written by a newer
 	// Chrome unless forced (Chrome's downgrade handling can wipe the profile).
+	// "" with no error skips the check (no Chrome here to ask); an error
+	// fails the restore (a Chrome the user named cannot answer).
 	ChromeVersion func(ctx context.Context) (string, error)
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time

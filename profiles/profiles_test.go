@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -778,8 +779,9 @@ func TestRestoreChecksChromeVersion(t *testing.T) {
 		{"older, forced", "119.0.6045.199", nil, true, false},
 		{"same Chrome", "120.0.6099.71", nil, false, false},
 		{"newer local Chrome", "121.0.1.0", nil, false, false},
-		{"no Chrome found", "", errors.New("no chrome"), false, false},
+		{"no Chrome found", "", nil, false, false},
 		{"named Chrome that does not run", "", named, false, true},
+		{"named Chrome that does not run, in a run", "", errcode.New(errcode.BrowserLaunchFailed, "no version"), false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -789,8 +791,8 @@ func TestRestoreChecksChromeVersion(t *testing.T) {
 			m.ChromeVersion = func(context.Context) (string, error) { return tt.local, tt.err }
 			_, err := m.Restore(ctx, "ver", "latest", RestoreOptions{Force: tt.force})
 			if tt.refuse {
-				if errcode.Of(err) != errcode.InvalidInput {
-					t.Fatalf("restore: %v, want %s", err, errcode.InvalidInput)
+				if want := errcode.Of(cmp.Or(tt.err, error(errcode.New(errcode.InvalidInput, "")))); errcode.Of(err) != want {
+					t.Fatalf("restore: %v, want %s", err, want)
 				}
 				if b, _ := os.ReadFile(filepath.Join(m.Dir("ver"), "marker")); string(b) != tt.name {
 					t.Errorf("a refused restore changed the profile")

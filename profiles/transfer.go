@@ -416,11 +416,11 @@ func (m *Manager) checkChromeVersion(ctx context.Context, man *snapshot.Manifest
 		return nil
 	}
 	local, err := m.ChromeVersion(ctx)
-	if errcode.Of(err) == errcode.InvalidInput {
+	if err != nil {
 		return err // a Chrome named by the user that cannot answer
 	}
-	if err != nil || local == "" {
-		m.log().Warn("could not read the local Chrome version; skipping the downgrade check", "err", err)
+	if local == "" {
+		m.log().Warn("could not read the local Chrome version; skipping the downgrade check")
 		return nil
 	}
 	if compareVersions(man.ChromeVersion, local) > 0 {

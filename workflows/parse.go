@@ -657,6 +657,13 @@ func (d *decoder) steps(k kv, w *Workflow) []Step {
 
 func (d *decoder) step(n ast.Node, field string, line, index int, w *Workflow) (Step, bool) {
 	st := Step{Index: index, Line: line}
+	if s, isStr := d.unwrap(n, field, line).(*ast.StringNode); isStr {
+		if _, isKind := stepKinds()[s.Value]; isKind {
+			// `- close_tab` for `- close_tab:`: a step is a mapping.
+			d.add(lineOf(n, line), field, "a step is a mapping: write `%s:` with a colon (and its value after it, if any)", s.Value)
+			return st, false
+		}
+	}
 	kvs, ok := d.mapping(n, field, line)
 	if !ok {
 		return st, false

@@ -180,7 +180,7 @@ func TestParseErrors(t *testing.T) {
 		{"step unknown action", head + "steps:\n  - hover: '#x'\n", 4, "steps[0].hover", "unknown key"},
 		{"step two actions", head + "steps:\n  - navigate: http://h/\n    click: '#x'\n", 5, "steps[0].click", "exactly one action"},
 		{"step no action", head + "steps:\n  - name: nothing\n", 4, "steps[0]", "needs one action"},
-		{"step scalar", head + "steps:\n  - navigate\n", 4, "steps[0]", "must be a mapping"},
+		{"step scalar", head + "steps:\n  - navigate\n", 4, "steps[0]", "a step is a mapping: write `navigate:` with a colon"},
 		{"step timeout", head + "steps:\n  - navigate: http://h/\n    timeout: fast\n", 5, "steps[0].timeout", "positive duration"},
 		{"step retries", head + "steps:\n  - navigate: http://h/\n    retries: 99\n", 5, "steps[0].retries", "from 0 to 10"},
 		{"step retries text", head + "steps:\n  - navigate: http://h/\n    retries: many\n", 5, "steps[0].retries", "whole number"},
@@ -223,6 +223,8 @@ func TestParseErrors(t *testing.T) {
 		{"snapshot unknown", head + "steps:\n  - snapshot: {notes: x}\n", 4, "steps[0].snapshot.notes", "unknown key"},
 		{"alias", head + "vars:\n  a: &x hi\n  b: *x\n" + step, 5, "vars.b", "aliases are not supported"},
 		{"duplicate key", "name: x\nname: y\nprofile: p\n" + step, 2, "name", "appears twice"},
+		{"step kind without colon", head + "steps:\n  - navigate: http://h/\n  - close_tab\n", 5, "steps[1]", "write `close_tab:` with a colon"},
+		{"step that is another string", head + "steps:\n  - hello\n", 4, "steps[0]", "must be a mapping"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -60,7 +60,13 @@ type Runner struct {
 	KeepEvents int
 	// TempDir holds incognito profiles ("" = os.TempDir()).
 	TempDir string
-	Log     *slog.Logger
+	// RemoteBrowser says the run attaches to a browser that keeps its own
+	// profile (director run --cdp-url), so a lost login is fixed there.
+	RemoteBrowser bool
+	// ForceRestore restores a snapshot written by a newer Chrome than the
+	// one that will open it (director run --force).
+	ForceRestore bool
+	Log          *slog.Logger
 	// Progress, when set, is told about each stage and step as it starts and ends.
 	Progress func(ProgressEvent)
 }
@@ -443,6 +449,11 @@ func (r *Runner) humanRequired(w *Workflow, err error) error {
 	if w.Incognito {
 		return errcode.Hinted(err, errcode.HumanRequired, "an incognito run (profile: null) cannot keep a login; run the workflow on a profile", "%s needs a human", w.Name)
 	}
+	if r.RemoteBrowser {
+		return errcode.Hinted(err, errcode.HumanRequired,
+			"log in again by hand in the remote browser given by --cdp-url: it keeps its own profile, which director neither restores nor snapshots",
+			"the remote browser needs a human (workflow %s)", w.Name)
+	}
 	cmd := "director profile open " + w.Profile
 	if w.LoginCheck != nil {
 		cmd += " --url " + w.LoginCheck.URL
@@ -465,7 +476,7 @@ func (r *Runner) restore(ctx context.Context, w *Workflow, lock *profiles.Lock) 
 		}
 		return "", nil
 	}
-	rr, err := r.Profiles.Restore(ctx, w.Profile, w.Restore, profiles.RestoreOptions{Lock: lock})
+	rr, err := r.Profiles.Restore(ctx, w.Profile, w.Restore, profiles.RestoreOptions{Lock: lock, Force: r.ForceRestore})
 	if err == nil {
 		return rr.ID, nil
 	}

@@ -545,3 +545,32 @@ steps:
 		t.Fatalf("snapshots: %+v %v", snaps, err)
 	}
 }
+
+// TestHumanRequiredHint: the hint of a lost login says where to log in
+// again: the local profile (with the login check's URL), the remote
+// browser of --cdp-url, or nowhere for an incognito run.
+func TestHumanRequiredHint(t *testing.T) {
+	cause := errcode.New(errcode.HumanRequired, "login wall")
+	local := &Workflow{Name: "refresh", Profile: "web", LoginCheck: &LoginCheck{URL: "https://example.com/account"}}
+	cases := []struct {
+		name     string
+		r        Runner
+		w        *Workflow
+		has, not string
+	}{
+		{"local profile", Runner{}, local, "director profile open web --url https://example.com/account --snapshot", "--cdp-url"},
+		{"remote browser", Runner{RemoteBrowser: true}, local, "remote browser given by --cdp-url", "profile open"},
+		{"incognito", Runner{}, &Workflow{Name: "x", Incognito: true}, "cannot keep a login", "profile open"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.r.humanRequired(c.w, cause)
+			if errcode.Of(err) != errcode.HumanRequired || errcode.ExitStatus(err) != 3 {
+				t.Fatalf("got %v, want human_required", err)
+			}
+			if h := errcode.HintOf(err); !strings.Contains(h, c.has) || strings.Contains(h, c.not) {
+				t.Errorf("hint %q: want %q and not %q", h, c.has, c.not)
+			}
+		})
+	}
+}

@@ -58,10 +58,19 @@ func newManager(c *cli.Context) (*profiles.Manager, error) {
 			if err != nil && c.IsSet("chrome") {
 				// A Chrome the user named must answer: skipping the check
 				// would let a wrong path silently allow a downgrade.
-				return "", errcode.Hinted(err, errcode.InvalidInput, "fix --chrome / CHROME_PATH or unset it; --force skips the version check",
+				code, hint := errcode.InvalidInput, "fix --chrome / CHROME_PATH or unset it; --force skips the version check"
+				if c.Command.Name == "run" {
+					// It is also the Chrome the run would launch.
+					code, hint = errcode.BrowserLaunchFailed, "point --chrome / CHROME_PATH at a Chrome or Chromium that runs, or unset it to search PATH"
+				}
+				return "", errcode.Hinted(err, code, hint,
 					"reading the version of the Chrome named by --chrome / CHROME_PATH (%s)", c.String("chrome"))
 			}
-			return v, err
+			if err != nil {
+				g.Log.Debug("could not read the local Chrome version", "err", err)
+				return "", nil
+			}
+			return v, nil
 		},
 	}
 	fail := func(err error) (*profiles.Manager, error) {

@@ -13,6 +13,7 @@ import (
 	"director/catalog"
 	"director/errcode"
 	"director/internal/progress"
+	"director/launcher"
 	"director/workflows"
 )
 
@@ -69,6 +70,7 @@ func runCommands() []*cli.Command {
 			&cli.BoolFlag{Name: "headless", Usage: "run Chrome headless (the default unless the workflow says browser.headless: false)"},
 			&cli.BoolFlag{Name: "headed", Usage: "show the Chrome window"},
 			&cli.IntFlag{Name: "keep", EnvVars: []string{"DIRECTOR_AUDIT_KEEP"}, Value: catalog.DefaultKeepEvents, Usage: "keep at most `N` audit events after the run (0 keeps all)"},
+			&cli.BoolFlag{Name: "force", Usage: "restore a snapshot written by a newer Chrome than the local one (Chrome may reset parts of a profile it sees as downgraded)"},
 		},
 		Action: runWorkflow,
 	}}
@@ -89,11 +91,22 @@ func runWorkflow(c *cli.Context) error {
 	if vf != nil {
 		vars = vf.vars()
 	}
+	if c.Int("keep") < 0 {
+		return errcode.New(errcode.InvalidInput, "--keep %d: the number of audit events to keep cannot be negative", c.Int("keep")).
+			WithHint("pass 0 to keep every event, or a positive N")
+	}
 	w, err := workflows.Load(c.Args().First(), workflows.LoadOptions{Vars: vars})
 	if err != nil {
 		return err
 	}
 	cdpURL := c.String("cdp-url")
+	if cdpURL == "" {
+		// Before the profile is locked and restored: a Chrome that cannot
+		// be found fails the run now, as browser_launch_failed.
+		if _, err := launcher.Find(c.String("chrome")); err != nil {
+			return err
+		}
+	}
 	if cdpURL != "" && !w.Incognito && (w.Restore != workflows.RestoreNone || w.Snapshot != workflows.SnapshotNever) {
 		// A remote browser has its own profile: restoring or snapshotting the
 		// local directory would not touch it.
@@ -102,10 +115,12 @@ func runWorkflow(c *cli.Context) error {
 	}
 
 	r := &workflows.Runner{
-		Launch:       workflows.ChromeLauncher(workflows.ChromeOptions{ChromePath: c.String("chrome"), CDPURL: cdpURL, Log: g.Log}),
-		ArtifactsDir: c.String("artifacts"),
-		KeepEvents:   c.Int("keep"),
-		Log:          g.Log,
+		Launch:        workflows.ChromeLauncher(workflows.ChromeOptions{ChromePath: c.String("chrome"), CDPURL: cdpURL, Log: g.Log}),
+		ArtifactsDir:  c.String("artifacts"),
+		KeepEvents:    c.Int("keep"),
+		ForceRestore:  c.Bool("force"),
+		RemoteBrowser: cdpURL != "",
+		Log:           g.Log,
 	}
 	if r.KeepEvents == 0 {
 		r.KeepEvents = -1 // keep all

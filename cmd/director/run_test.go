@@ -149,3 +149,58 @@ steps:
 		t.Fatalf("audit text: exit %d %q", code, out)
 	}
 }
+
+// TestRunChromeArguments: a --chrome that cannot run fails the run as
+// browser_launch_failed before the profile is touched, --force reaches the
+// restore's downgrade check, and --keep cannot be negative.
+func TestRunChromeArguments(t *testing.T) {
+	home := withProfile(t) // profile "work"
+	if err := os.WriteFile(filepath.Join(home, "browser-profiles", "work", "Last Version"), []byte("120.0.6099.71"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runDirector(t, "--home", home, "profile", "snapshot", "work"); code != 0 {
+		t.Fatalf("snapshot: %d %s", code, errOut)
+	}
+	bin := t.TempDir()
+	old := filepath.Join(bin, "old-chrome") // answers --version with an older Chrome, and cannot browse
+	if err := os.WriteFile(old, []byte("#!/bin/sh\necho 'Chromium 100.0.0.0'\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	wf := writeWF(t, t.TempDir(), "wf.yaml", "name: x\nprofile: work\nsteps:\n  - navigate: http://127.0.0.1:1/\n")
+	cases := []struct {
+		name     string
+		args     []string
+		code     int
+		errCode  string
+		hint     string // in the hint
+		noHint   string // not in the hint
+		restored bool   // the profile was replaced by the snapshot
+	}{
+		{"missing chrome", []string{"--chrome", filepath.Join(bin, "nope")}, 1, "browser_launch_failed", "unset it", "--force", false},
+		{"chrome without a version", []string{"--chrome", "/bin/true"}, 1, "browser_launch_failed", "unset it to search PATH", "--force", false},
+		{"older chrome", []string{"--chrome", old}, 2, "invalid_input", "--force", "", false},
+		{"older chrome, forced", []string{"--chrome", old, "--force"}, 1, "browser_launch_failed", "", "", true},
+		{"negative keep", []string{"--keep", "-1"}, 2, "invalid_input", "pass 0", "", false},
+	}
+	marker := filepath.Join(home, "browser-profiles", "work", "marker")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(marker, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, _ := runDirector(t, append([]string{"--home", home, "--json", "run", wf}, c.args...)...)
+			m := firstJSON(t, out)
+			e, _ := m["error"].(map[string]any)
+			if code != c.code || e["code"] != c.errCode {
+				t.Fatalf("exit %d, want %d and %s: %s", code, c.code, c.errCode, out)
+			}
+			hint, _ := e["hint"].(string)
+			if !strings.Contains(hint, c.hint) || (c.noHint != "" && strings.Contains(hint, c.noHint)) {
+				t.Errorf("hint %q: want %q and not %q", hint, c.hint, c.noHint)
+			}
+			if _, err := os.Stat(marker); (err != nil) != c.restored {
+				t.Errorf("profile restored = %v, want %v", err != nil, c.restored)
+			}
+		})
+	}
+}
