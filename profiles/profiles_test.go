@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -890,9 +891,16 @@ func TestRestoreLatestWithTheStoreDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Store = down
+	var logs bytes.Buffer
+	m.Log = slog.New(slog.NewTextHandler(&logs, nil))
 	_, err = m.Restore(ctx, "fresh", "latest", RestoreOptions{})
 	if errcode.Of(err) != errcode.StorageUnavailable {
 		t.Fatalf("restore latest with the store down: %v [%s], want %s", err, errcode.Of(err), errcode.StorageUnavailable)
+	}
+	if logs.Len() > 0 {
+		// The error is the one line a user sees; a warning that the
+		// catalog's latest is used would contradict it.
+		t.Errorf("logged as well as failing: %s", logs.String())
 	}
 	if _, err := os.Stat(m.Dir("fresh")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the failed restore created the profile: %v", err)

@@ -506,10 +506,11 @@ func (m *Manager) resolve(ctx context.Context, name, ref string) (catalog.Snapsh
 			WithHint("list snapshots with `director profile snapshots %s`", name)
 	}
 	adoptErr := m.adoptFromStore(ctx, store, name)
-	if adoptErr != nil {
+	row, err := m.Catalog.LatestSnapshot(ctx, store, name)
+	if adoptErr != nil && err == nil {
+		// Warned only when it goes on: when it cannot, the error says it.
 		m.log().Warn("could not look in the store for snapshots this catalog lacks; using the catalog's latest", "err", adoptErr)
 	}
-	row, err := m.Catalog.LatestSnapshot(ctx, store, name)
 	if errcode.Of(err) == errcode.SnapshotNotFound && adoptErr != nil {
 		// Not "no snapshot yet": the store could not say. A caller that took
 		// it for "none" would start from an empty profile.

@@ -398,10 +398,14 @@ func (s *Session) onRequestPaused(bctx context.Context, bs cdp.Session, ev *fetc
 	}
 	s.record(context.Background(), Event{Kind: EventAction, Action: how, Tab: handle, Domain: Host(u),
 		Code: errcode.DomainBlocked, Detail: frame + " " + how + " blocked: " + why})
-	s.o.Log.Warn("blocked request", "session", s.id, "tab", handle, "host", Host(u), "kind", how)
 	if topLevel {
+		// The session ends with berr, which the caller reports: a warning
+		// would only say it twice.
+		s.o.Log.Info("blocked request", "session", s.id, "tab", handle, "host", Host(u), "kind", how)
 		go s.end(context.Background(), EndDomainBlocked, berr)
+		return
 	}
+	s.o.Log.Warn("blocked request", "session", s.id, "tab", handle, "host", Host(u), "kind", how)
 }
 
 // handleOfFrame is the handle of the tab whose main frame is frame, "" for

@@ -109,6 +109,11 @@ steps:
 	if code != 4 || m["status"] != "domain_blocked" || m["failed_step"] == nil {
 		t.Fatalf("blocked: exit %d %s", code, out)
 	}
+	// In text mode the error is the one line on stderr.
+	code, _, errOut = d("run", blocked)
+	if lines := strings.Split(strings.TrimSpace(errOut), "\n"); code != 4 || len(lines) != 1 || !strings.Contains(lines[0], "[domain_blocked]") {
+		t.Fatalf("blocked, text: exit %d, stderr:\n%s\nwant one line with the error", code, errOut)
+	}
 
 	// A logged-out profile: exit 3 with the command to log in again, no snapshot.
 	refresh := writeWF(t, dir, "refresh.yaml", `name: refresh
