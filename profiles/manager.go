@@ -560,6 +560,13 @@ func (m *Manager) deleteSnapshots(ctx context.Context, p *snapshotPlan, res *Del
 		}
 		res.DeletedObjects = append(res.DeletedObjects, key)
 	}
+	// A snapshot killed midway leaves a partial upload that no List shows.
+	if sw, ok := m.Store.(storage.Sweeper); ok {
+		if err := sw.Sweep(ctx, res.Profile+"/"); err != nil {
+			return errcode.Hinted(err, errcode.Of(err), fmt.Sprintf("retry `director profile delete %s --with-snapshots` when the store is reachable", res.Profile),
+				"removing partial uploads of %s from %s", res.Profile, m.Store)
+		}
+	}
 	return nil
 }
 

@@ -215,6 +215,7 @@ func TestDeleteWithSnapshots(t *testing.T) {
 		snapshot bool // a snapshot in the store and the catalog
 		lostRows bool // the catalog lost its rows (db deleted)
 		strays   bool // objects under NAME/ no manifest describes
+		killed   bool // a snapshot killed midway left its partial upload
 	}
 	cases := []struct {
 		name     string
@@ -230,6 +231,8 @@ func TestDeleteWithSnapshots(t *testing.T) {
 		{"no dir, lost catalog", setup{snapshot: true, lostRows: true}, true, "", false, 0},
 		{"stray objects", setup{dir: true, snapshot: true, strays: true}, true, "", true, 0},
 		{"only stray objects", setup{strays: true}, true, "", false, 0},
+		{"first snapshot killed", setup{dir: true, killed: true}, true, "", true, 0},
+		{"snapshot killed after another", setup{dir: true, snapshot: true, killed: true}, true, "", true, 0},
 		{"nothing at all", setup{}, true, errcode.ProfileNotFound, false, 0},
 		{"plain delete, no dir", setup{snapshot: true}, false, errcode.ProfileNotFound, false, 2},
 		{"plain delete keeps snapshots", setup{dir: true, snapshot: true}, false, "", true, 2},
@@ -260,6 +263,15 @@ func TestDeleteWithSnapshots(t *testing.T) {
 					if err := m.Store.Put(ctx, key, strings.NewReader("stray"), 5); err != nil {
 						t.Fatal(err)
 					}
+				}
+			}
+			partial := filepath.Join(strings.TrimPrefix(m.Store.String(), "file://"), name, ".director-put-0123456789abcdef.tmp")
+			if c.setup.killed {
+				if err := os.MkdirAll(filepath.Dir(partial), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(partial, []byte("half an archive, with cookies"), 0o600); err != nil {
+					t.Fatal(err)
 				}
 			}
 			if !c.setup.dir {
@@ -304,6 +316,9 @@ func TestDeleteWithSnapshots(t *testing.T) {
 				if res == nil || len(res.DeletedSnapshots) != want {
 					t.Errorf("DeletedSnapshots = %+v, want %d ids", res, want)
 				}
+			}
+			if _, err := os.Stat(partial); c.setup.killed && err == nil {
+				t.Errorf("the killed snapshot's partial upload is still in the store")
 			}
 			noLeftovers(t, m, name)
 		})

@@ -100,9 +100,8 @@ func (s *fileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 		if try == 0 {
 			sweepTemps(root, dir)
 		}
-		f, err = root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err = createTemp(root, dir, tmp)
 		if err == nil {
-			_ = lockTemp(f) // tells sweepers this file is live
 			break
 		}
 		// A concurrent Delete may remove the folder it just emptied.
@@ -111,10 +110,8 @@ func (s *fileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 		}
 	}
 	defer func() {
-		if f != nil {
-			f.Close()
-		}
 		root.Remove(tmp) // after a successful Link this removes the temp name only
+		f.Close()
 	}()
 
 	body := newBody(ctxReader{ctx, r}, size)
@@ -130,14 +127,12 @@ func (s *fileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 	if err := f.Sync(); err != nil {
 		return s.localErr(what, err)
 	}
-	if err := f.Close(); err != nil {
-		f = nil
-		return s.localErr(what, err)
-	}
-	f = nil
 	if err := ctxErr(ctx, s, what); err != nil {
 		return err
 	}
+	// f stays open, and so locked, until the file has its name: a sweep
+	// would take a closed temporary file for abandoned. Its data is synced,
+	// so closing it later can lose nothing.
 	// Link, unlike rename, fails when the key exists: two writers can never
 	// replace each other's object.
 	if err := root.Link(tmp, key); err != nil {
@@ -313,17 +308,75 @@ func (s *fileStore) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// tempGrace is how old a temporary file must be before a sweep looks at it:
-// a Put that has just created its file may not hold its lock yet.
+// Sweep removes what Puts killed midway left in the folder that prefix
+// names ("work/"): their temporary files, which List never shows, and then
+// the folder if that leaves it empty. It implements Sweeper.
+func (s *fileStore) Sweep(ctx context.Context, prefix string) error {
+	dir, ok := strings.CutSuffix(prefix, "/")
+	if !ok {
+		return badKey(prefix, "a folder prefix ends with a slash")
+	}
+	if err := ValidateKey(dir); err != nil {
+		return err
+	}
+	if err := ctxErr(ctx, s, fmt.Sprintf("sweep %q", prefix)); err != nil {
+		return err
+	}
+	root, err := s.root(false)
+	if err != nil || root == nil {
+		return err
+	}
+	defer root.Close()
+	sweepTemps(root, dir)
+	_ = root.Remove(dir) // fails, and so keeps it, unless it is empty
+	return nil
+}
+
+// createTemp creates a Put's temporary file tmp in dir and locks it
+// (lockTemp), which tells sweepers it is live, under a shared lock on the
+// folder (lockDir), so that no sweep sees it unlocked.
+func createTemp(root *os.Root, dir, tmp string) (*os.File, error) {
+	if d, err := root.Open(dir); err == nil {
+		_ = lockDir(d, false) // best effort: sweeps then fall back to tempGrace
+		defer d.Close()
+	}
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	_ = lockTemp(f)
+	return f, nil
+}
+
+// tempGrace is how old a temporary file must be before a sweep that could
+// not lock the folder (a file system without flock) looks at it: a Put that
+// has just created its file may not hold its lock yet.
 const tempGrace = time.Minute
 
 // sweepTemps removes the temporary files of Puts into dir that died midway
 // (kill -9, a crash): Put removes its own on every error it lives through,
 // but a killed one leaves up to a whole archive behind, invisible to List and
-// so to every delete. A file is taken for abandoned only when it is older
-// than tempGrace and no Put holds its lock (lockTemp). Best effort: errors
-// leave the file for the next sweep.
+// so to every delete. A file is taken for abandoned when no Put holds its
+// lock (lockTemp); the sweep holds the folder's lock (lockDir) so that a
+// Put's file is never seen between its creation and its lock, or, where
+// folders cannot be locked, leaves files younger than tempGrace alone. Best
+// effort: errors leave the file for the next sweep.
 func sweepTemps(root *os.Root, dir string) {
+	d, err := root.Open(dir)
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	grace := time.Duration(0)
+	if lockDir(d, true) != nil {
+		grace = tempGrace
+	}
+	removeAbandoned(root, dir, grace)
+}
+
+// removeAbandoned removes the temporary files in dir that are at least
+// grace old and whose lock no Put holds.
+func removeAbandoned(root *os.Root, dir string, grace time.Duration) {
 	entries, err := fs.ReadDir(root.FS(), dir)
 	if err != nil {
 		return
@@ -333,7 +386,7 @@ func sweepTemps(root *os.Root, dir string) {
 		if !e.Type().IsRegular() || !strings.HasPrefix(name, tempPrefix) || !strings.HasSuffix(name, ".tmp") {
 			continue
 		}
-		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < tempGrace {
+		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < grace {
 			continue
 		}
 		p := path.Join(dir, name)

@@ -34,6 +34,14 @@ type Store interface {
 	String() string
 }
 
+// Sweeper is a Store that can remove what uploads killed midway left under
+// a folder prefix ("NAME/") without ever showing it in List: the file
+// store's partial temporary files. `director profile delete
+// --with-snapshots` sweeps the profile's folder.
+type Sweeper interface {
+	Sweep(ctx context.Context, prefix string) error
+}
+
 // ID names a store for records that outlive the process (the catalog): its
 // String(), or what a backend whose String() leaves out part of its identity
 // says instead (a supabase:// URL does not name the project).

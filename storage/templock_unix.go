@@ -3,6 +3,7 @@
 package storage
 
 import (
+	"errors"
 	"os"
 	"syscall"
 )
@@ -12,4 +13,22 @@ import (
 // process dies, so a sweeper that gets it knows the file is abandoned.
 func lockTemp(f *os.File) error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+}
+
+// lockDir takes a flock on the folder d, waiting for it: shared while a Put
+// creates its temporary file and locks it, exclusive while a sweep looks at
+// the temporary files. So a sweep that holds it never sees a file whose Put
+// has not locked it yet. Both hold it for a few system calls; closing d
+// releases it.
+func lockDir(d *os.File, exclusive bool) error {
+	how := syscall.LOCK_SH
+	if exclusive {
+		how = syscall.LOCK_EX
+	}
+	for {
+		err := syscall.Flock(int(d.Fd()), how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
 }

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -170,26 +174,34 @@ func TestFileStoreSweepsAbandonedTemps(t *testing.T) {
 		}
 		return p
 	}
+	hold := func(p string) *os.File { // as a running Put does
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		if err := lockTemp(f); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
 	abandoned := mk(tempPrefix+"0123456789abcdef.tmp", old)
-	fresh := mk(tempPrefix+"fedcba9876543210.tmp", time.Now())
+	// Killed a moment ago: the sweep holds the folder's lock, so no Put
+	// can be between creating and locking a file, and age does not matter.
+	justKilled := mk(tempPrefix+"fedcba9876543210.tmp", time.Now())
 	live := mk(tempPrefix+"00112233445566ff.tmp", old)
+	liveFresh := mk(tempPrefix+"ffeeddccbbaa9988.tmp", time.Now())
 	notOurs := mk("notes.tmp", old)
-	lf, err := os.Open(live)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lf.Close()
-	if err := lockTemp(lf); err != nil {
-		t.Fatal(err)
-	}
+	lf := hold(live)
+	hold(liveFresh)
 	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
 
 	put(t, s, "work/b.tar.zst", "b")
-	if exists(abandoned) {
-		t.Errorf("Put left an abandoned temporary file")
+	if exists(abandoned) || exists(justKilled) {
+		t.Errorf("Put left an abandoned temporary file (old %v, just killed %v)", exists(abandoned), exists(justKilled))
 	}
-	if !exists(fresh) || !exists(live) || !exists(notOurs) {
-		t.Errorf("Put removed a temporary file in use or too young, or a file not its own (fresh %v, live %v, notes %v)", exists(fresh), exists(live), exists(notOurs))
+	if !exists(live) || !exists(liveFresh) || !exists(notOurs) {
+		t.Errorf("Put removed a temporary file in use, or a file not its own (live %v, live fresh %v, notes %v)", exists(live), exists(liveFresh), exists(notOurs))
 	}
 
 	// Once the Put holding it has gone, Delete sweeps it too.
@@ -197,12 +209,75 @@ func TestFileStoreSweepsAbandonedTemps(t *testing.T) {
 	if err := s.Delete(ctx, "work/a.tar.zst"); err != nil {
 		t.Fatal(err)
 	}
-	if exists(live) || !exists(fresh) {
-		t.Errorf("after its Put died: live temp exists %v, fresh %v", exists(live), exists(fresh))
+	if exists(live) || !exists(liveFresh) {
+		t.Errorf("after its Put died: live temp exists %v; the other live one %v", exists(live), exists(liveFresh))
 	}
 	objs, err := s.List(ctx, "work/")
 	if err != nil || len(objs) != 2 || objs[0].Key != "work/b.tar.zst" || objs[1].Key != "work/notes.tmp" {
 		t.Errorf("List after the sweeps: %+v, %v", objs, err)
+	}
+}
+
+// Where folders cannot be locked, a sweep leaves young files alone: their
+// Put may not have locked them yet.
+func TestRemoveAbandonedWithoutAFolderLock(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	young, aged := filepath.Join(dir, tempPrefix+"young.tmp"), filepath.Join(dir, tempPrefix+"aged.tmp")
+	for _, p := range []string{young, aged} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-2 * tempGrace)
+	if err := os.Chtimes(aged, past, past); err != nil {
+		t.Fatal(err)
+	}
+	removeAbandoned(root, ".", tempGrace)
+	if _, err := os.Stat(young); err != nil {
+		t.Errorf("a young temporary file was swept: %v", err)
+	}
+	if _, err := os.Stat(aged); err == nil {
+		t.Errorf("an aged abandoned temporary file was kept")
+	}
+}
+
+// Sweep clears a folder that holds nothing but a killed Put's file (a
+// profile whose first snapshot was killed), and then the folder.
+func TestFileStoreSweep(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir() + "/store"
+	s := mustOpen(t, "file://"+dir, Options{})
+	put(t, s, "other/x.tar.zst", "x")
+	if err := os.MkdirAll(dir+"/work", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tmp := dir + "/work/" + tempPrefix + "0123456789abcdef.tmp"
+	if err := os.WriteFile(tmp, []byte("half an archive"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sw, ok := s.(Sweeper)
+	if !ok {
+		t.Fatal("the file store is not a Sweeper")
+	}
+	if err := sw.Sweep(ctx, "work"); err == nil {
+		t.Error("Sweep of a prefix without its slash: no error")
+	}
+	if err := sw.Sweep(ctx, "work/"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir + "/work"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the emptied folder is still there: %v", err)
+	}
+	if objs, err := s.List(ctx, ""); err != nil || len(objs) != 1 {
+		t.Errorf("Sweep touched another folder: %+v %v", objs, err)
+	}
+	if err := sw.Sweep(ctx, "nothing/"); err != nil {
+		t.Errorf("Sweep of a missing folder: %v", err)
 	}
 }
 
@@ -303,4 +378,48 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 		p = p[:c.max]
 	}
 	return c.r.Read(p)
+}
+
+// Puts racing sweeps in one folder all land: a sweep never takes a Put's
+// file for abandoned, not even between its creation and its lock.
+func TestFileStorePutsRaceSweeps(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t, "file://"+t.TempDir(), Options{})
+	sw := s.(Sweeper)
+	stop := make(chan struct{})
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_ = sw.Sweep(ctx, "work/")
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				if err := s.Put(ctx, fmt.Sprintf("work/w%d-%02d.tar.zst", w, i), strings.NewReader("data"), 4); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-swept
+	close(errs)
+	for err := range errs {
+		t.Errorf("Put racing a sweep: %v", err)
+	}
+	if objs, err := s.List(ctx, "work/"); err != nil || len(objs) != 200 {
+		t.Errorf("List: %d objects, %v; want 200", len(objs), err)
+	}
 }
