@@ -290,7 +290,7 @@ func TestGetStalledBodyFails(t *testing.T) {
 	for _, b := range stallBackends() {
 		t.Run(b.name, func(t *testing.T) {
 			p := &stallProxy{after: 2048, readUpTo: -1}
-			s := b.open(t, p, func(o *Options) { o.IdleTimeout = 300 * time.Millisecond; o.CallTimeout = 10 * time.Second }, content)
+			s := b.open(t, p, func(o *Options) { o.IdleTimeout = time.Second; o.CallTimeout = 10 * time.Second }, content)
 			ctx := guardCtx(t)
 			rc, _, err := s.Get(ctx, "obj")
 			if err != nil {
@@ -315,14 +315,17 @@ func TestGetStalledBodyFails(t *testing.T) {
 	}
 }
 
-// TestGetSlowBodyIsNotCut: a body that trickles in, a byte every 50 ms, is
-// read whole although it takes several times IdleTimeout and CallTimeout.
+// TestGetSlowBodyIsNotCut: a body that trickles in, a byte every 20 ms, is
+// read whole although it takes twice IdleTimeout and six times
+// CallTimeout. The idle timeout is 75 times the gap between bytes, so that
+// a loaded machine's pauses do not pass for a stall (at 10 times, a run
+// beside Chromium tests once saw a 500 ms pause).
 func TestGetSlowBodyIsNotCut(t *testing.T) {
-	content := []byte("a slow but steady body of forty bytes!!!")
+	content := bytes.Repeat([]byte("slow but steady. "), 9)[:150]
 	for _, b := range stallBackends() {
 		t.Run(b.name, func(t *testing.T) {
-			p := &stallProxy{after: -1, every: 50 * time.Millisecond, readUpTo: -1}
-			s := b.open(t, p, func(o *Options) { o.IdleTimeout = 500 * time.Millisecond; o.CallTimeout = 500 * time.Millisecond }, content)
+			p := &stallProxy{after: -1, every: 20 * time.Millisecond, readUpTo: -1}
+			s := b.open(t, p, func(o *Options) { o.IdleTimeout = 1500 * time.Millisecond; o.CallTimeout = 500 * time.Millisecond }, content)
 			ctx := guardCtx(t)
 			rc, _, err := s.Get(ctx, "obj")
 			if err != nil {
