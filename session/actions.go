@@ -190,7 +190,7 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 	default:
 		err = errcode.New(errcode.InvalidAction, "unknown action %q", a.Type).WithHint("use navigate, click, type, press, select, wait_for, extract, screenshot, evaluate, assert, sleep, open_tab, switch_tab or close_tab")
 	}
-	if err != nil && t != nil && (errors.Is(err, chromedp.ErrTargetDetached) || tabClosed(t.ctx)) {
+	if err != nil && t != nil && (errors.Is(err, chromedp.ErrTargetDetached) || s.pageGone(t)) {
 		err = s.closedUnder(t, a, err)
 	}
 	err = stepMistake(a, err)
@@ -230,6 +230,30 @@ func stepMistake(a Action, err error) error {
 			"the value of the evaluate expression cannot be returned as JSON")
 	}
 	return err
+}
+
+// pageGone reports whether the page of tab t went away: its target
+// detached, or the session saw the target destroyed and dropped the tab.
+// The session can see that first (Target.targetDestroyed on the browser
+// session): onTargetGone then cancels t.ctx, which ends the action's
+// context, so the action fails with a bare "context canceled", and a target
+// whose context ended never reports its detach, so tabClosed alone can stay
+// false for a page that closed.
+func (s *Session) pageGone(t *tab) bool {
+	if tabClosed(t.ctx) {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gone[t.handle] != whyPageClosed {
+		return false
+	}
+	for _, x := range s.tabs {
+		if x == t {
+			return false
+		}
+	}
+	return true
 }
 
 // closedUnder judges an action whose page closed while it ran. A click, a

@@ -44,6 +44,10 @@ type pendingPopup struct {
 	refused bool // the policy refused its first navigation
 }
 
+// whyPageClosed is why a tab whose page closed itself left the session
+// (the value of Session.gone).
+const whyPageClosed = "the page closed it"
+
 // notifyLocked wakes the waiters of tabFor. Call it with s.mu held after
 // any change to the tabs, the pending popups or the reserved handles.
 func (s *Session) notifyLocked() {
@@ -69,7 +73,7 @@ func (s *Session) follow(b Browser) error {
 		case *target.EventTargetInfoChanged:
 			s.onTargetInfoChanged(b, ev.TargetInfo)
 		case *target.EventTargetDestroyed:
-			s.onTargetGone(b, ev.TargetID, "the page closed it")
+			s.onTargetGone(b, ev.TargetID, whyPageClosed)
 		case *target.EventTargetCrashed:
 			s.onTargetGone(b, ev.TargetID, "its page crashed")
 		}
@@ -233,7 +237,10 @@ func (s *Session) onTargetGone(b Browser, id target.ID, why string) {
 	host := Host(gone.url)
 	s.mu.Unlock()
 	if gone.cancel != nil {
-		go gone.cancel() // frees the chromedp context; the target is gone already
+		// Frees the chromedp context; the target is gone already. It also
+		// ends an action running on the tab, before the target may have
+		// seen its detach: run asks pageGone, which reads s.gone above.
+		go gone.cancel()
 	}
 	go s.record(context.Background(), Event{Kind: EventAction, Action: EventActionTabClosed, Tab: gone.handle, Domain: host, Detail: why})
 	s.o.Log.Info("tab closed by its page", "session", s.id, "tab", gone.handle, "why", why)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/target"
+
 	"director/errcode"
 	"director/internal/testsite"
 )
@@ -272,5 +274,38 @@ func TestBackgroundTabGetsFocusEvents(t *testing.T) {
 		if got := f.do(t, Action{Type: ActEvaluate, Tab: tab, Expression: focusFires}).Value; got != true {
 			t.Errorf("%s: focusing a button fired its focus event and the page has the focus: %v, want true", tab, got)
 		}
+	}
+}
+
+// TestPageGoneBeforeDetach: the browser session can report that a tab's
+// page closed (targetDestroyed) before the tab's own target has seen its
+// detach. The session then drops the tab and cancels its context, which
+// ends the action running on it with a bare "context canceled", and the
+// target never reports the detach. The action must still be judged as one
+// whose page closed under it: a click that closes its popup succeeded, any
+// other action fails with tab_not_found, never internal_error. The real
+// order is a race (a popup's "close" button failed about once in 200
+// clicks); here the session hears of the close while the page stays open.
+func TestPageGoneBeforeDetach(t *testing.T) {
+	f := start(t, Options{})
+	f.do(t, Action{Type: ActNavigate, URL: f.site.At("/popups")})
+	f.do(t, Action{Type: ActClick, Selector: "#open-popup"})
+	f.do(t, Action{Type: ActWaitFor, Tab: "t2", Selector: "#via"})
+	f.s.mu.Lock()
+	b, id := f.s.browser, target.ID("")
+	for _, tb := range f.s.tabs {
+		if tb.handle == "t2" {
+			id = tb.targetID
+		}
+	}
+	f.s.mu.Unlock()
+	time.AfterFunc(300*time.Millisecond, func() { f.s.onTargetGone(b, id, whyPageClosed) })
+	_, err := f.s.Do(context.Background(), Action{Type: ActWaitFor, Tab: "t2", Selector: "#never"})
+	wantCode(t, err, errcode.TabNotFound)
+	if !strings.Contains(err.Error(), "closed during wait_for") {
+		t.Fatalf("wait_for on a page that closed under it: %v", err)
+	}
+	if f.s.Err() != nil || f.s.Info().State != StateActive {
+		t.Fatalf("the session did not survive: %v", f.s.Err())
 	}
 }
