@@ -172,9 +172,19 @@ func (s *Session) adopt(b Browser, id, opener target.ID, handle string) {
 	t := &tab{handle: handle, ctx: ctx, cancel: cancel, popup: true}
 	err := s.attach(t)
 	s.mu.Lock()
-	delete(s.reserved, handle)
 	t.opener = s.handleOfLocked(opener)
 	current := s.browser == b && !s.ending && !s.restarting && s.state != StateClosed
+	u := t.url
+	s.mu.Unlock()
+	if err == nil && current {
+		// Recorded while the handle is still reserved, so that the audit
+		// trail lists the popup before any action on it.
+		s.record(context.Background(), Event{Kind: EventAction, Action: EventActionPopup, Tab: handle, Domain: Host(u),
+			Detail: "opened by " + nonEmpty(t.opener, "an unknown tab")})
+	}
+	s.mu.Lock()
+	delete(s.reserved, handle)
+	current = s.browser == b && !s.ending && !s.restarting && s.state != StateClosed
 	switch {
 	case err != nil:
 		s.gone[handle] = "it closed before director could attach to it"
@@ -184,7 +194,6 @@ func (s *Session) adopt(b Browser, id, opener target.ID, handle string) {
 		s.tabs = append(s.tabs, t)
 	}
 	s.notifyLocked()
-	u := t.url
 	s.mu.Unlock()
 	if err != nil || !current {
 		go cancel()
@@ -195,8 +204,6 @@ func (s *Session) adopt(b Browser, id, opener target.ID, handle string) {
 		}
 		return
 	}
-	s.record(context.Background(), Event{Kind: EventAction, Action: EventActionPopup, Tab: handle, Domain: Host(u),
-		Detail: "opened by " + nonEmpty(t.opener, "an unknown tab")})
 	s.o.Log.Info("popup opened", "session", s.id, "tab", handle, "opener", t.opener, "host", Host(u))
 }
 
