@@ -92,19 +92,15 @@ func (s *fileStore) Put(ctx context.Context, key string, r io.Reader, size int64
 	}
 	dir := path.Dir(key)
 	tmp := path.Join(dir, tempPrefix+randomHex(8)+".tmp")
+	sweepTemps(root, dir, false)
 	var f *os.File
 	for try := 0; ; try++ {
-		if err := root.MkdirAll(dir, 0o700); err != nil {
-			return s.localErr(what, err)
-		}
-		if try == 0 {
-			sweepTemps(root, dir)
-		}
 		f, err = createTemp(root, dir, tmp)
 		if err == nil {
 			break
 		}
-		// A concurrent Delete may remove the folder it just emptied.
+		// Where the store cannot be locked, a concurrent Delete may remove
+		// the folder it just emptied.
 		if !errors.Is(err, fs.ErrNotExist) || try == 2 {
 			return s.localErr(what, err)
 		}
@@ -297,14 +293,9 @@ func (s *fileStore) Delete(ctx context.Context, key string) error {
 	if err := root.Remove(key); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return s.localErr(fmt.Sprintf("delete %q", key), err)
 	}
-	sweepTemps(root, path.Dir(key))
-	// Best effort: drop folders left empty, so probes and pruned profiles
-	// leave no litter. Remove fails on a folder that is not empty.
-	for dir := path.Dir(key); dir != "."; dir = path.Dir(dir) {
-		if root.Remove(dir) != nil {
-			break
-		}
-	}
+	// Also drops folders left empty, so probes and pruned profiles leave
+	// no litter.
+	sweepTemps(root, path.Dir(key), true)
 	return nil
 }
 
@@ -327,18 +318,21 @@ func (s *fileStore) Sweep(ctx context.Context, prefix string) error {
 		return err
 	}
 	defer root.Close()
-	sweepTemps(root, dir)
-	_ = root.Remove(dir) // fails, and so keeps it, unless it is empty
+	sweepTemps(root, dir, true)
 	return nil
 }
 
-// createTemp creates a Put's temporary file tmp in dir and locks it
-// (lockTemp), which tells sweepers it is live, under a shared lock on the
-// folder (lockDir), so that no sweep sees it unlocked.
+// createTemp creates dir and a Put's temporary file tmp in it, and locks the
+// file (lockTemp), which tells sweepers it is live. It does so under a
+// shared lock on the store's folder (lockDir), so that no sweep sees the
+// file unlocked, nor removes dir as empty in between.
 func createTemp(root *os.Root, dir, tmp string) (*os.File, error) {
-	if d, err := root.Open(dir); err == nil {
+	if d, err := root.Open("."); err == nil {
 		_ = lockDir(d, false) // best effort: sweeps then fall back to tempGrace
 		defer d.Close()
+	}
+	if err := root.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
 	}
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -349,7 +343,7 @@ func createTemp(root *os.Root, dir, tmp string) (*os.File, error) {
 }
 
 // tempGrace is how old a temporary file must be before a sweep that could
-// not lock the folder (a file system without flock) looks at it: a Put that
+// not lock the store (a file system without flock) looks at it: a Put that
 // has just created its file may not hold its lock yet.
 const tempGrace = time.Minute
 
@@ -357,12 +351,14 @@ const tempGrace = time.Minute
 // (kill -9, a crash): Put removes its own on every error it lives through,
 // but a killed one leaves up to a whole archive behind, invisible to List and
 // so to every delete. A file is taken for abandoned when no Put holds its
-// lock (lockTemp); the sweep holds the folder's lock (lockDir) so that a
-// Put's file is never seen between its creation and its lock, or, where
-// folders cannot be locked, leaves files younger than tempGrace alone. Best
-// effort: errors leave the file for the next sweep.
-func sweepTemps(root *os.Root, dir string) {
-	d, err := root.Open(dir)
+// lock (lockTemp). The sweep holds the store's lock (lockDir) so that a Put's
+// file is never seen between its creation and its lock, or, where it cannot
+// be locked, leaves files younger than tempGrace alone. With pruneEmpty it
+// then removes dir and its parents while they are empty, still under the
+// lock, so that no Put loses the folder it has just made. Best effort:
+// errors leave the file for the next sweep.
+func sweepTemps(root *os.Root, dir string, pruneEmpty bool) {
+	d, err := root.Open(".")
 	if err != nil {
 		return
 	}
@@ -372,6 +368,11 @@ func sweepTemps(root *os.Root, dir string) {
 		grace = tempGrace
 	}
 	removeAbandoned(root, dir, grace)
+	for ; pruneEmpty && dir != "."; dir = path.Dir(dir) {
+		if root.Remove(dir) != nil { // fails on a folder that is not empty
+			break
+		}
+	}
 }
 
 // removeAbandoned removes the temporary files in dir that are at least
