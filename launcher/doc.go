@@ -39,4 +39,15 @@
 //
 // On Linux the cookie database is Default/Cookies (Default/Network/Cookies
 // is the Windows layout).
+//
+// # Host resolver rules
+//
+// Options.HostResolverRules (a session's domain policy) and any
+// --host-resolver-rules in ExtraFlags become one flag, the caller's rules
+// first, since Chrome keeps only the last of repeated flags and takes the
+// first MAP rule that matches. Rules that refuse names could cut Chrome off
+// its proxy, whose host it resolves through the same rules, so the proxy
+// hosts of the environment and of --proxy-server get an EXCLUDE (measured
+// with Debian Chromium: TestResolverRulesKeepTheProxy fails with
+// ERR_PROXY_CONNECTION_FAILED without it).
 package launcher

@@ -56,6 +56,13 @@ type Options struct {
 	CDPURL string
 	// ExtraFlags are added to the command line as given ("--name=value").
 	ExtraFlags []string
+	// HostResolverRules are rules of Chrome's --host-resolver-rules ("MAP
+	// pattern ~NOTFOUND", "EXCLUDE pattern"), put before any rules that
+	// ExtraFlags give: Chrome takes the first MAP rule that matches a host
+	// name and only the last --host-resolver-rules flag, so Args merges
+	// them into one flag (see resolverRules). Ignored with CDPURL: a
+	// running browser keeps its command line.
+	HostResolverRules []string
 	// NoSandbox adds --no-sandbox; it is added anyway when running as root,
 	// where Chrome refuses to start otherwise.
 	NoSandbox bool
@@ -214,7 +221,11 @@ func Args(opts Options, dir string) []string {
 	if opts.NoSandbox || os.Geteuid() == 0 {
 		args = append(args, "--no-sandbox")
 	}
-	args = append(args, opts.ExtraFlags...)
+	extra, rules := resolverRules(opts.ExtraFlags, opts.HostResolverRules, os.Getenv)
+	if rules != "" {
+		args = append(args, "--host-resolver-rules="+rules)
+	}
+	args = append(args, extra...)
 	return append(args, "about:blank")
 }
 
@@ -413,6 +424,9 @@ func attach(ctx context.Context, opts Options) (*Browser, error) {
 		close(b.done)
 	}()
 	b.log.Info("attached to a running browser", "url", opts.CDPURL, "version", b.Version())
+	if len(opts.HostResolverRules) > 0 {
+		b.log.Debug("a running browser keeps its command line: the host resolver rules do not apply", "rules", len(opts.HostResolverRules))
+	}
 	return b, nil
 }
 
