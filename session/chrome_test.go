@@ -19,7 +19,13 @@ func chromePath(t testing.TB) string {
 // launcherFor returns a LaunchFunc that starts headless Chromium through
 // the launcher package on a fresh incognito dir, with the extra flags.
 func launcherFor(t testing.TB, extra ...string) LaunchFunc {
+	return launcherWithRules(t, nil, extra...)
+}
+
+// launcherWithRules is launcherFor with host resolver rules, as a
+// workflow run launches Chrome for a policy (Policy.ResolverRules).
+func launcherWithRules(t testing.TB, rules []string, extra ...string) LaunchFunc {
 	path := chromePath(t)
 	return LaunchWith(launcher.Options{ChromePath: path, Headless: true,
-		Viewport: launcher.Viewport{W: 1280, H: 800}, ExtraFlags: extra})
+		Viewport: launcher.Viewport{W: 1280, H: 800}, ExtraFlags: extra, HostResolverRules: rules})
 }

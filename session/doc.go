@@ -11,8 +11,12 @@
 // enabled on the browser session, and on WebSockets through per-tab network
 // rules, so a blocked request is failed before it leaves the browser. A
 // blocked top-level navigation ends the session with domain_blocked; a
-// blocked frame, subresource or WebSocket is failed and recorded. A login
-// wall or a CAPTCHA frame pauses the session with human_required.
+// blocked frame, subresource or WebSocket is failed and recorded. Under
+// those checks, Policy.ResolverRules gives the host resolver rules that the
+// launch puts on Chrome's command line: every connection to a refused host
+// then fails to resolve, whichever target makes it (a worker's or a
+// cross-site frame's WebSocket, which the per-tab rules do not reach). A
+// login wall or a CAPTCHA frame pauses the session with human_required.
 //
 // A new window that a page of the session opens (a target=_blank link,
 // window.open) becomes the next tab handle once its first page commits, unless

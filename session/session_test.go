@@ -165,7 +165,9 @@ func start(t *testing.T, o Options) *fixture {
 	t.Helper()
 	site := testsite.New(t)
 	rec := &recorder{}
-	o.Launch = launcherFor(t, site.ChromeFlags()...)
+	// As a workflow run does: the policy also goes into Chrome's host
+	// resolver rules.
+	o.Launch = launcherWithRules(t, o.Policy.ResolverRules(), site.ChromeFlags()...)
 	o.Audit = rec
 	if o.ActionTimeout == 0 {
 		o.ActionTimeout = 10 * time.Second

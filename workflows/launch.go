@@ -17,9 +17,9 @@ type ChromeOptions struct {
 }
 
 // ChromeLauncher returns a Launcher on the launcher package: Chrome with the
-// DESIGN.md flags on the run's user-data-dir, session-only cookies kept
-// across the graceful close (so a snapshot holds them), and a bounded
-// graceful close.
+// DESIGN.md flags on the run's user-data-dir, the domain policy's host
+// resolver rules, session-only cookies kept across the graceful close (so a
+// snapshot holds them), and a bounded graceful close.
 func ChromeLauncher(o ChromeOptions) Launcher {
 	return func(ctx context.Context, lo LaunchOptions) (session.Browser, error) {
 		return session.LaunchWith(launcher.Options{
@@ -29,6 +29,7 @@ func ChromeLauncher(o ChromeOptions) Launcher {
 			Headless:           lo.Headless,
 			Viewport:           launcher.Viewport{W: lo.Width, H: lo.Height},
 			ExtraFlags:         o.ExtraFlags,
+			HostResolverRules:  lo.HostResolverRules,
 			KeepSessionCookies: true,
 			Log:                o.Log,
 		})(ctx)

@@ -37,6 +37,9 @@ type LaunchOptions struct {
 	Headless    bool
 	Width       int
 	Height      int
+	// HostResolverRules make Chrome refuse to resolve the hosts the
+	// workflow's domain policy refuses (session.Policy.ResolverRules).
+	HostResolverRules []string
 }
 
 // Launcher starts a browser. cmd/director wires it to the launcher package
@@ -300,13 +303,15 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 	if r.Headless != nil {
 		headless = *r.Headless
 	}
-	lo := LaunchOptions{UserDataDir: userDataDir, Headless: headless, Width: w.Browser.ViewportWidth, Height: w.Browser.ViewportHeight}
+	policy := session.Policy{Blocklist: w.Session.Blocklist, Allowlist: w.Session.Allowlist}
+	lo := LaunchOptions{UserDataDir: userDataDir, Headless: headless, Width: w.Browser.ViewportWidth, Height: w.Browser.ViewportHeight,
+		HostResolverRules: policy.ResolverRules()}
 	s, err := session.New(session.Options{
 		Profile: w.Profile,
 		Launch: func(ctx context.Context) (session.Browser, error) {
 			return r.Launch(ctx, lo)
 		},
-		Policy:        session.Policy{Blocklist: w.Session.Blocklist, Allowlist: w.Session.Allowlist},
+		Policy:        policy,
 		IdleTimeout:   w.Session.IdleTimeout,
 		MaxDuration:   w.Session.MaxDuration,
 		ActionTimeout: w.Browser.Timeout,

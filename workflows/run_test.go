@@ -574,3 +574,44 @@ func TestHumanRequiredHint(t *testing.T) {
 		})
 	}
 }
+
+// TestRunRefusesWorkerWebSockets: a run puts its domain policy into
+// Chrome's host resolver rules, so a WebSocket that a page's worker opens
+// to a blocked host (out of reach of the per-tab checks) never leaves the
+// browser, and the run goes on. With another host blocked the same
+// WebSocket reaches the site, so the page does open it.
+func TestRunRefusesWorkerWebSockets(t *testing.T) {
+	e := newEnv(t)
+	const steps = `steps:
+  - navigate: SITE/
+  - evaluate:
+      expression: |
+        new Promise(done => {
+          const src = "const c = new WebSocket(" + JSON.stringify("WS/ws-probe") + ");" +
+            "c.onopen = () => postMessage('open'); c.onerror = () => postMessage('error');";
+          const w = new Worker(URL.createObjectURL(new Blob([src])));
+          w.onmessage = e => done(e.data);
+        })
+      as: ws
+`
+	for _, c := range []struct {
+		blocked string
+		reaches bool
+	}{{testsite.BlockedHost, false}, {"other.test", true}} {
+		t.Run(c.blocked, func(t *testing.T) {
+			before := e.site.Hits("/ws-probe")
+			src := "name: worker-ws\nprofile: web\nrestore: none\nsession:\n  blocklist: [" + c.blocked + "]\n" + steps
+			w := e.wf(t, strings.ReplaceAll(src, "WS", "ws"+strings.TrimPrefix(e.site.On(testsite.BlockedHost, ""), "http")))
+			res, err := e.run(t, w)
+			if err != nil {
+				t.Fatalf("run: %v [%s]", err, errcode.Of(err))
+			}
+			if got := e.site.Hits("/ws-probe") - before; (got > 0) != c.reaches {
+				t.Fatalf("the WebSocket reached the site %d times (the worker says %v)", got, res.Outputs["ws"])
+			}
+			if !c.reaches && res.Outputs["ws"] != "error" {
+				t.Fatalf("the worker says %v", res.Outputs["ws"])
+			}
+		})
+	}
+}
