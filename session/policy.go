@@ -368,32 +368,8 @@ func hostPatterns(pattern string, allow bool) []string {
 		case '?':
 			appendAll(chars(hostChars))
 		case '[':
-			j := i + 1
-			negate := j < len(pattern) && pattern[j] == '^'
-			if negate {
-				j++
-			}
-			var set []byte
-			for ; j < len(pattern) && pattern[j] != ']'; j++ {
-				lo := pattern[j]
-				if lo == '\\' && j+1 < len(pattern) {
-					j++
-					lo = pattern[j]
-				}
-				hi := lo
-				if j+2 < len(pattern) && pattern[j+1] == '-' && pattern[j+2] != ']' {
-					hi = pattern[j+2]
-					if hi == '\\' && j+3 < len(pattern) {
-						j++
-						hi = pattern[j+2]
-					}
-					j += 2
-				}
-				for x := lo; x >= lo && x <= hi; x++ {
-					set = append(set, x)
-				}
-			}
-			i = j
+			set, negate, end := globClass(pattern, i)
+			i = end
 			var alts []string
 			for _, x := range []byte(hostChars) {
 				if strings.IndexByte(string(set), x) >= 0 != negate {
@@ -427,6 +403,40 @@ func hostPatterns(pattern string, allow bool) []string {
 		variants = append(variants, `[\:\:ffff\:*]`)
 	}
 	return variants
+}
+
+// globClass reads the character class […] of a domain pattern that opens
+// at pattern[i]: the bytes it lists (ranges spelled out, \ escapes
+// resolved), whether it is negated ([^…]), and the index of its ].
+func globClass(pattern string, i int) (set []byte, negate bool, end int) {
+	j := i + 1
+	negate = j < len(pattern) && pattern[j] == '^'
+	if negate {
+		j++
+	}
+	for ; j < len(pattern) && pattern[j] != ']'; j++ {
+		lo := pattern[j]
+		if lo == '\\' && j+1 < len(pattern) {
+			j++
+			lo = pattern[j]
+		}
+		hi := lo
+		if j+2 < len(pattern) && pattern[j+1] == '-' && pattern[j+2] != ']' {
+			hi = pattern[j+2]
+			if hi == '\\' && j+3 < len(pattern) {
+				j++
+				hi = pattern[j+2]
+			}
+			j += 2
+		}
+		for x := lo; x >= lo && x <= hi; x++ {
+			set = append(set, x)
+			if x == 0xff {
+				break
+			}
+		}
+	}
+	return set, negate, j
 }
 
 func chars(s string) []string {

@@ -96,36 +96,16 @@ func resolverPatterns(pattern string) (pats []string, exact bool) {
 		case '*', '?':
 			appendAll([]string{string(c)})
 		case '[':
-			j := i + 1
-			negate := j < len(pattern) && pattern[j] == '^'
-			if negate {
-				j++
-			}
+			set, negate, end := globClass(pattern, i)
+			i = end
 			seen := map[string]bool{}
 			var alts []string
-			for ; j < len(pattern) && pattern[j] != ']'; j++ {
-				lo := pattern[j]
-				if lo == '\\' && j+1 < len(pattern) {
-					j++
-					lo = pattern[j]
-				}
-				hi := lo
-				if j+2 < len(pattern) && pattern[j+1] == '-' && pattern[j+2] != ']' {
-					hi = pattern[j+2]
-					if hi == '\\' && j+3 < len(pattern) {
-						j++
-						hi = pattern[j+2]
-					}
-					j += 2
-				}
-				for x := int(lo); x <= int(hi); x++ {
-					if l := literal(byte(x)); !seen[l] {
-						seen[l] = true
-						alts = append(alts, l)
-					}
+			for _, x := range set {
+				if l := literal(x); !seen[l] {
+					seen[l] = true
+					alts = append(alts, l)
 				}
 			}
-			i = j
 			switch {
 			case negate:
 				alts, exact = []string{"?"}, false
