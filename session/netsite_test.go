@@ -149,11 +149,14 @@ try { const c = new WebSocket(%q); c.onopen = () => report("open"); c.onerror = 
 	case "/ws-popup":
 		// #open opens a popup (#link: a target=_blank link, so without
 		// opener) whose page opens a WebSocket to BlockedHost as it loads;
-		// #open-worker one whose page starts a worker that does.
+		// #open-worker one (without opener) whose page starts a worker
+		// that does. Without noopener, Chromium 156 sometimes never runs
+		// that worker, even with no DevTools session anywhere near it
+		// (docs/design-notes.md, "The domain policy at name resolution").
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, `<!doctype html><title>Popup WebSocket</title><button id="open" onclick="window.open('/ws-page?path=popup')">open</button>
 <a id="link" href="/ws-page?path=popup-link" target="_blank">link</a>
-<button id="open-worker" onclick="window.open('/ws-worker?kind=dedicated')">worker</button>`)
+<button id="open-worker" onclick="window.open('/ws-worker?kind=dedicated', '_blank', 'noopener')">worker</button>`)
 	case "/ws-page":
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<!doctype html><title>WebSocket page</title><p id="status">loading</p><script>

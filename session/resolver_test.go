@@ -116,7 +116,7 @@ func TestResolverRulesMatchCheck(t *testing.T) {
 // reach because Chrome runs the script that opens it as a target of its
 // own: a dedicated worker (and its own worker), a shared worker, a service
 // worker, a cross-site frame (and a worker of that frame), and a popup
-// whose page opens it as it loads. The host resolver rules
+// whose page (or its worker) opens it as it loads. The host resolver rules
 // refuse them: the server never sees the upgrade, the page sees the
 // WebSocket fail, and the session goes on. With another host blocked, each
 // WebSocket reaches the server, so the pages do open them.
@@ -136,6 +136,7 @@ func TestResolverRulesRefuseOtherTargets(t *testing.T) {
 		{name: "worker of a cross-site frame", page: "/ws-frame?in=worker", path: "/ws/frame-worker"},
 		{name: "popup as it loads", page: "/ws-popup", popup: "#open", path: "/ws/popup", allowlist: true},
 		{name: "target=_blank popup as it loads", page: "/ws-popup", popup: "#link", path: "/ws/popup-link"},
+		{name: "worker of a popup", page: "/ws-popup", popup: "#open-worker", path: "/ws/dedicated", allowlist: true},
 	}
 	policies := []struct {
 		name    string
