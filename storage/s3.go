@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -49,7 +50,16 @@ type s3Store struct {
 	meta     *minio.Client // MaxRetries 1: metadata calls are retried by Options.Retry with per-call deadlines
 	put      *minio.Client // minio-go retries each part request itself; parts are in-memory buffers
 	opts     Options
+	// sweepGrace is how old an incomplete multipart upload must be for
+	// Sweep to abort it (s3SweepGrace; tests shorten it).
+	sweepGrace time.Duration
 }
+
+// s3SweepGrace: an incomplete multipart upload younger than this may be a
+// live Put, perhaps another machine's, and Sweep leaves it. A Put sends its
+// parts one after another, each within the idle timeout, and even a 500 MB
+// archive at 150 kB/s is up within the hour.
+const s3SweepGrace = time.Hour
 
 func openS3(rawURL string, opts Options) (Store, error) {
 	u, err := url.Parse(rawURL)
@@ -62,7 +72,7 @@ func openS3(rawURL string, opts Options) (Store, error) {
 	if u.Fragment != "" {
 		return nil, badURL(rawURL, "unexpected #fragment")
 	}
-	s := &s3Store{bucket: u.Host, prefix: strings.Trim(u.Path, "/"), region: "us-east-1", secure: true, opts: opts}
+	s := &s3Store{bucket: u.Host, prefix: strings.Trim(u.Path, "/"), region: "us-east-1", secure: true, opts: opts, sweepGrace: s3SweepGrace}
 	if s.bucket == "" {
 		return nil, badURL(rawURL, "no bucket: use s3://BUCKET[/PREFIX]")
 	}
@@ -542,6 +552,94 @@ func (s *s3Store) putFailure(ctx context.Context, key, what string, body *bodyRe
 		return err
 	}
 	return errcode.Wrap(rerr, errcode.Internal, "%s: %s: reading the upload", s, what)
+}
+
+// Sweep aborts the multipart uploads under prefix ("NAME/") that Puts
+// killed midway left behind and that are older than the grace period
+// (s3SweepGrace). S3 keeps and bills their parts, a whole archive,
+// until someone aborts them. No List or Get shows them. Without this, a
+// bucket lifecycle rule (AbortIncompleteMultipartUpload) is the only thing
+// that removes them. It implements Sweeper.
+func (s *s3Store) Sweep(ctx context.Context, prefix string) error {
+	if !strings.HasSuffix(prefix, "/") {
+		return badKey(prefix, "a folder prefix ends with a slash")
+	}
+	if err := validatePrefix(prefix); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("sweep %q", prefix)
+	type upload struct {
+		key, id string
+		started time.Time
+	}
+	var stale []upload
+	var cannot error
+	err := s.opts.Retry.do(ctx, s.opts.Log, what, s.opts.CallTimeout, func(ctx context.Context) error {
+		stale, cannot = stale[:0], nil
+		for u := range s.meta.ListIncompleteUploads(ctx, s.bucket, s.full(prefix), true) {
+			if u.Err != nil {
+				if sweepRefused(u.Err) {
+					cannot = u.Err
+					return nil
+				}
+				return s.classify(ctx, what, u.Err)
+			}
+			// A server that does not say when an upload began (S3 always
+			// does) gets no upload aborted: it may be live.
+			if !u.Initiated.IsZero() && time.Since(u.Initiated) >= s.sweepGrace {
+				stale = append(stale, upload{u.Key, u.UploadID, u.Initiated})
+			}
+		}
+		return ctxErr(ctx, s, what)
+	})
+	if err != nil {
+		return err
+	}
+	core := minio.Core{Client: s.meta}
+	for _, u := range stale {
+		if cannot != nil {
+			break
+		}
+		err := s.opts.Retry.do(ctx, s.opts.Log, what, s.opts.CallTimeout, func(ctx context.Context) error {
+			if err := core.AbortMultipartUpload(ctx, s.bucket, u.key, u.id); err != nil {
+				if sweepRefused(err) {
+					cannot = err
+					return nil
+				}
+				return s.classify(ctx, what, err)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, ErrNotFound) { // gone already
+			return err
+		}
+		if cannot != nil {
+			break
+		}
+		s.opts.Log.Info("aborted an upload that a killed Put left", "store", s.String(),
+			"key", strings.TrimPrefix(u.key, s.prefix+"/"), "started", u.started.UTC().Format(time.RFC3339))
+	}
+	if cannot != nil {
+		// The rest of the work (deleting the objects) went through with
+		// these credentials: the key lacks only these permissions, or the
+		// server the calls. That is no reason to fail what called Sweep.
+		s.opts.Log.Warn("cannot remove the uploads that killed snapshots left: a bucket lifecycle rule (AbortIncompleteMultipartUpload) removes them",
+			"store", s.String(), "prefix", prefix, "hint", "give the key s3:ListBucketMultipartUploads and s3:AbortMultipartUpload", "err", cannot)
+	}
+	return nil
+}
+
+// sweepRefused reports whether a multipart listing or abort failed because
+// the key may not make it (403) or the server does not implement it (501).
+func sweepRefused(err error) bool {
+	resp := minio.ToErrorResponse(err)
+	switch {
+	case resp.Code == "AccessDenied" || resp.Code == "NotImplemented":
+		return true
+	case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusNotImplemented:
+		return true
+	}
+	return false
 }
 
 // abort removes a failed multipart upload, with a fresh context so that a

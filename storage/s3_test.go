@@ -5,12 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -263,6 +266,9 @@ type flakyProxy struct {
 	fails int64
 	match func(r *http.Request) bool
 	seen  atomic.Int64 // matching requests
+	// status and code of the failure: 503 ServiceUnavailable when 0.
+	status int
+	code   string
 }
 
 func startFlakyProxy(t *testing.T, target string, p *flakyProxy) string {
@@ -272,9 +278,13 @@ func startFlakyProxy(t *testing.T, target string, p *flakyProxy) string {
 		if p.match == nil || p.match(r) {
 			if n := p.seen.Add(1); p.fails < 0 || n <= p.fails {
 				_, _ = io.Copy(io.Discard, r.Body)
+				status, code := p.status, p.code
+				if status == 0 {
+					status, code = http.StatusServiceUnavailable, "ServiceUnavailable"
+				}
 				w.Header().Set("Content-Type", "application/xml")
-				w.WriteHeader(http.StatusServiceUnavailable)
-				_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>ServiceUnavailable</Code><Message>Please reduce your request rate.</Message></Error>`)
+				w.WriteHeader(status)
+				_, _ = fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>refused by the test proxy</Message></Error>`, code)
 				return
 			}
 		}
@@ -393,5 +403,92 @@ func TestCheckS3Diagnoses(t *testing.T) {
 	}
 	if objs := srv.Objects(srv.Bucket); len(objs) != 0 {
 		t.Errorf("failed checks left %q", objs)
+	}
+}
+
+// TestS3SweepAbortsAbandonedUploads: Sweep aborts the multipart uploads a
+// killed Put left under the profile's folder once they are older than the
+// grace period, and nothing else: not a younger one (maybe a live Put),
+// not another profile's, not one outside the store's prefix, not a
+// finished object.
+func TestS3SweepAbortsAbandonedUploads(t *testing.T) {
+	srv := s3test.Start(t)
+	s := mustOpen(t, srv.StoreURL("sw"), s3opts(srv))
+	ctx := context.Background()
+	core := minio.Core{Client: srv.Client()}
+	for _, key := range []string{"sw/web/web-1.tar.zst", "sw/web2/web2-1.tar.zst", "other/web/web-1.tar.zst"} {
+		id, err := core.NewMultipartUpload(ctx, srv.Bucket, key, minio.PutObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := core.PutObjectPart(ctx, srv.Bucket, key, id, 1, strings.NewReader("part one"), 8, minio.PutObjectPartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Put(ctx, "web/web-0.tar.zst", strings.NewReader("done"), 4); err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"other/web/web-1.tar.zst", "sw/web/web-1.tar.zst", "sw/web2/web2-1.tar.zst"}
+	pending := func() []string {
+		ups := srv.IncompleteUploads(srv.Bucket)
+		slices.Sort(ups)
+		return ups
+	}
+	if got := pending(); !slices.Equal(got, all) {
+		t.Fatalf("uploads before: %q", got)
+	}
+
+	// Within the grace period every upload may be live.
+	if err := s.(Sweeper).Sweep(ctx, "web/"); err != nil {
+		t.Fatal(err)
+	}
+	if got := pending(); !slices.Equal(got, all) {
+		t.Fatalf("a young upload was aborted: %q left", got)
+	}
+
+	s.(*s3Store).sweepGrace = 0
+	if err := s.(Sweeper).Sweep(ctx, "web/"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pending(), []string{"other/web/web-1.tar.zst", "sw/web2/web2-1.tar.zst"}; !slices.Equal(got, want) {
+		t.Fatalf("uploads after the sweep: %q, want %q", got, want)
+	}
+	if got := get(t, s, "web/web-0.tar.zst"); got != "done" {
+		t.Fatalf("finished object = %q", got)
+	}
+	if err := s.(Sweeper).Sweep(ctx, "web"); errcode.Of(err) != errcode.InvalidInput {
+		t.Fatalf("Sweep(\"web\") = %v, want invalid_input", err)
+	}
+
+	// A key without the multipart permissions, or a server without the
+	// calls: the sweep leaves the uploads, says so, and does not fail.
+	for _, refusal := range []struct {
+		status int
+		code   string
+	}{{http.StatusForbidden, "AccessDenied"}, {http.StatusNotImplemented, "NotImplemented"}} {
+		for _, call := range []string{"uploads", "uploadId"} {
+			p := &flakyProxy{fails: -1, status: refusal.status, code: refusal.code,
+				match: func(r *http.Request) bool { return r.URL.Query().Has(call) }}
+			var logs bytes.Buffer
+			opts := s3opts(srv)
+			opts.Log = slog.New(slog.NewTextHandler(&logs, nil))
+			ps := mustOpen(t, "s3://"+srv.Bucket+"/sw?endpoint="+startFlakyProxy(t, srv.URL(), p)+"&insecure=true", opts)
+			ps.(*s3Store).sweepGrace = 0
+			if err := ps.(Sweeper).Sweep(ctx, "web2/"); err != nil {
+				t.Fatalf("%s on %s: Sweep = %v, want nil", refusal.code, call, err)
+			}
+			if p.seen.Load() == 0 || !strings.Contains(logs.String(), "AbortIncompleteMultipartUpload") {
+				t.Fatalf("%s on %s: %d refused calls, log %q", refusal.code, call, p.seen.Load(), logs.String())
+			}
+		}
+	}
+	if got, want := pending(), []string{"other/web/web-1.tar.zst", "sw/web2/web2-1.tar.zst"}; !slices.Equal(got, want) {
+		t.Fatalf("uploads after refused sweeps: %q, want %q", got, want)
+	}
+
+	srv.Kill()
+	err := s.(Sweeper).Sweep(ctx, "web2/")
+	if errcode.Of(err) != errcode.StorageUnavailable {
+		t.Fatalf("Sweep with the server down = %v (code %s), want storage_unavailable", err, errcode.Of(err))
 	}
 }

@@ -36,8 +36,8 @@ type Store interface {
 
 // Sweeper is a Store that can remove what uploads killed midway left under
 // a folder prefix ("NAME/") without ever showing it in List: the file
-// store's partial temporary files. `director profile delete
-// --with-snapshots` sweeps the profile's folder.
+// store's partial temporary files, S3's incomplete multipart uploads.
+// `director profile delete --with-snapshots` sweeps the profile's folder.
 type Sweeper interface {
 	Sweep(ctx context.Context, prefix string) error
 }
