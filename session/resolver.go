@@ -24,9 +24,11 @@ import (
 // MatchDomain accepts: example.com gives example.com and *.example.com, and
 // the same with the trailing dot a URL may carry; a character class is
 // spelled out over its characters (up to maxHostVariants patterns). Where
-// that is not possible (a negated class, a class too large), a blocklist
-// entry is left to the other checks, so that these rules never refuse a host
-// the policy allows; an allowlist entry is widened instead (? for the
+// that is not possible (a negated class, a class too large), or where Chrome
+// could match the pattern against a port (it tries "host:port" when the
+// host alone does not match, and *1 matches "localhost:18081"; see
+// portSafe), a blocklist entry is left to the other checks, so that these
+// rules never refuse a host the policy allows; an allowlist entry is widened instead (? for the
 // class), which only lets more names resolve. An IPv4 entry also refuses
 // its IPv4-mapped IPv6 form (::ffff:7f00:2 for 127.0.0.2), and an IPv4 glob
 // every such form, which no site needs.
@@ -128,11 +130,34 @@ func resolverPatterns(pattern string) (pats []string, exact bool) {
 		if !strings.HasSuffix(v, "*") {
 			pats = append(pats, v+".")
 		}
+		exact = exact && portSafe(v)
 	}
 	if ipv4Glob(pattern) {
 		pats = append(pats, "::ffff:*")
 	}
 	return pats, exact
+}
+
+// portSafe reports whether Chrome's second try of a rule pattern, against
+// "host:port" when the host alone does not match, can never refuse a host
+// the pattern does not match: *1 matches "localhost:18081". A pattern is
+// safe when it is * alone, when no wildcard follows its last literal that
+// a port cannot hold (a port is digits), or when only a final * does: the
+// colon and the port are then either beyond the pattern's reach or taken
+// by that * with the host already matched. Exact patterns (no wildcard)
+// are always safe.
+func portSafe(pattern string) bool {
+	if pattern == "*" {
+		return true
+	}
+	last := strings.LastIndexFunc(pattern, func(r rune) bool {
+		return r != '*' && r != '?' && (r < '0' || r > '9')
+	})
+	tail := pattern[last+1:]
+	if !strings.ContainsAny(tail, "*?") {
+		return true
+	}
+	return last >= 0 && tail == "*"
 }
 
 // ruleSafe reports whether s can stand in a host resolver rule as itself:

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -8,21 +9,25 @@ import (
 	"director/internal/testsite"
 )
 
-// chromeRefuses says what Chrome does with host under host resolver rules
-// of the kinds ResolverRules writes (Chromium's
-// net/base/host_mapping_rules.cc): a host that an EXCLUDE pattern matches
-// is never mapped; otherwise the first MAP rule whose pattern matches maps
-// it, here always to ~NOTFOUND. Host names of IPv6 addresses come without
-// brackets.
-func chromeRefuses(t *testing.T, rules []string, host string) bool {
+// chromeRefuses says what Chrome does with host (on port) under host
+// resolver rules of the kinds ResolverRules writes (Chromium's
+// net/base/host_mapping_rules.cc, and checked with Debian Chromium): a host
+// that an EXCLUDE pattern matches is never mapped; otherwise the first MAP
+// rule whose pattern matches maps it, here always to ~NOTFOUND. A pattern
+// that does not match the host is tried against "host:port" too, and host
+// names of IPv6 addresses come without brackets ("[host]:port" in the
+// second try).
+func chromeRefuses(t *testing.T, rules []string, host, port string) bool {
 	t.Helper()
+	hostPort := host + ":" + port
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	match := func(pattern string) bool { return matchPattern(pattern, host) || matchPattern(pattern, hostPort) }
 	var maps []string
 	for _, r := range rules {
 		f := strings.Fields(r)
 		switch {
 		case len(f) == 2 && f[0] == "EXCLUDE":
-			if matchPattern(f[1], host) {
+			if match(f[1]) {
 				return false
 			}
 		case len(f) == 3 && f[0] == "MAP" && f[2] == "~NOTFOUND":
@@ -32,7 +37,7 @@ func chromeRefuses(t *testing.T, rules []string, host string) bool {
 		}
 	}
 	for _, m := range maps {
-		if matchPattern(m, host) {
+		if match(m) {
 			return true
 		}
 	}
@@ -66,11 +71,19 @@ func matchPattern(pattern, s string) bool {
 // names resolve, never fewer.
 func TestResolverRulesMatchCheck(t *testing.T) {
 	patterns := []string{"example.com", "*.ads.net", "ads?.example.net", "[ab]tracker.test", "[^x]y.test", "127.0.0.2", "127.0.0.*", "localhost", "*",
-		"10.0.0.[0-9a-f]", "1[^x]7.0.0.1", "a,b.test", "[a-c,]x.test", `\a\*.test`}
+		"10.0.0.[0-9a-f]", "1[^x]7.0.0.1", "a,b.test", "[a-c,]x.test", `\a\*.test`, "*1", "*[0-9]*", "10.0.0.1?", "?", "ads.*", "x?"}
 	hosts := []string{"example.com", "www.example.com", "example.com.", "www.example.com.", "notexample.com", "example.com.evil", "a.b.ads.net", "ads.net",
 		"ads1.example.net", "ads.example.net", "ads1.example.net.", "atracker.test", "ctracker.test", "zy.test", "xy.test", "127.0.0.2", "[::ffff:7f00:2]",
 		"[::ffff:7f00:3]", "127.0.0.20", "localhost", "localhost.", "x.localhost", "other.test", "10.0.0.1", "10.0.0.a", "10.0.0.g", "[::ffff:a00:1]",
-		"127.0.0.1", "[::ffff:7f00:1]", "a,b.test", "a.b.test", "ax.test", ",x.test", "dx.test", "a*.test", "ab.test"}
+		"127.0.0.1", "[::ffff:7f00:1]", "a,b.test", "a.b.test", "ax.test", ",x.test", "dx.test", "a*.test", "ab.test", "x1", "ads.example", "x", "xy"}
+	// Chrome tries a pattern on "host:port" too: ports that a glob's tail
+	// could match (18081 ends in 1) and one it could not.
+	var hostPorts [][2]string
+	for _, h := range hosts {
+		for _, port := range []string{"18081", "443", "7"} {
+			hostPorts = append(hostPorts, [2]string{h, port})
+		}
+	}
 	for _, p := range patterns {
 		_, exact := resolverPatterns(p)
 		for _, kind := range []string{"blocklist", "allowlist"} {
@@ -79,17 +92,18 @@ func TestResolverRulesMatchCheck(t *testing.T) {
 				policy = Policy{Allowlist: []string{p}}
 			}
 			rules := policy.ResolverRules()
-			for _, h := range hosts {
+			for _, hp := range hostPorts {
+				h, port := hp[0], hp[1]
 				refused := policy.Check("wss://"+h+"/socket") != ""
-				got := chromeRefuses(t, rules, h)
+				got := chromeRefuses(t, rules, h, port)
 				// An IPv4 glob refuses (allows) every IPv4-mapped IPv6
 				// address, as the WebSocket rules do.
 				mapped := ipv4Glob(p) && strings.HasPrefix(h, "[::ffff:")
 				if got && !refused && !(mapped && kind == "blocklist") {
-					t.Errorf("%s %q, host %q: the resolver rules refuse a host the policy allows\n%s", kind, p, h, strings.Join(rules, "\n"))
+					t.Errorf("%s %q, host %q port %s: the resolver rules refuse a host the policy allows\n%s", kind, p, h, port, strings.Join(rules, "\n"))
 				}
 				if refused && !got && exact && !(mapped && kind == "allowlist") {
-					t.Errorf("%s %q, host %q: the policy refuses it, the resolver rules do not\n%s", kind, p, h, strings.Join(rules, "\n"))
+					t.Errorf("%s %q, host %q port %s: the policy refuses it, the resolver rules do not\n%s", kind, p, h, port, strings.Join(rules, "\n"))
 				}
 			}
 		}
@@ -186,5 +200,27 @@ func TestResolverRulesRefuseOtherTargets(t *testing.T) {
 				f.do(t, Action{Type: ActNavigate, URL: site.on("127.0.0.1", "/status?code=200")})
 			})
 		}
+	}
+}
+
+// TestResolverRulesSparePorts: Chrome also tries a rule's pattern against
+// "host:port", so a blocklist glob that ends like the site's port (*1 for
+// port 18081) must not make Chrome refuse a host the policy allows: the
+// page loads.
+func TestResolverRulesSparePorts(t *testing.T) {
+	site := newHitSite(t)
+	digit := strconv.Itoa(site.port % 10)
+	for _, glob := range []string{"*" + digit, "*[" + digit + "]", "*" + digit + "*"} {
+		t.Run(glob, func(t *testing.T) {
+			f := start(t, Options{Policy: Policy{Blocklist: []string{glob}}})
+			u := site.on("localhost", "/status?code=200")
+			if why := f.s.o.Policy.Check(u); why != "" {
+				t.Fatalf("the policy refuses %s: %s", u, why)
+			}
+			f.do(t, Action{Type: ActNavigate, URL: u})
+			if got := f.do(t, Action{Type: ActExtract, Selector: "#status"}).Value; got != "OK" {
+				t.Fatalf("the page says %v", got)
+			}
+		})
 	}
 }
