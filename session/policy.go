@@ -117,6 +117,25 @@ func (p Policy) Check(rawURL string) string {
 	return fmt.Sprintf("%s is not on the allowlist", host)
 }
 
+// hint says what lets rawURL through, for the error that refuses it: the
+// blocklist entry to remove (an allowlist does not override the
+// blocklist), or the host to add to the allowlist.
+func (p Policy) hint(rawURL string) string {
+	host, ok := checkedHost(rawURL)
+	if !ok {
+		return ""
+	}
+	for _, b := range p.Blocklist {
+		if MatchDomain(b, host) {
+			return fmt.Sprintf("remove %q from session.blocklist if the workflow really needs %s (the allowlist does not override the blocklist)", b, host)
+		}
+	}
+	if len(p.Allowlist) > 0 {
+		return fmt.Sprintf("add %s to session.allowlist if the workflow really needs it", host)
+	}
+	return ""
+}
+
 // checkedHost returns the host of an http(s) or ws(s) URL, and false for
 // URLs of other schemes, which name no domain. Chrome accepts hosts that
 // net/url refuses ("a}b.example.com"), so when net/url fails the host is

@@ -378,7 +378,7 @@ func (s *Session) onRequestPaused(bctx context.Context, bs cdp.Session, ev *fetc
 		how = "redirect"
 	}
 	berr := errcode.New(errcode.DomainBlocked, "%s to %s refused: %s", how, Host(u), why).
-		WithHint("remove the domain from session.blocklist (or add it to session.allowlist) if the workflow really needs it")
+		WithHint("%s", s.o.Policy.hint(u))
 	if topLevel {
 		s.mu.Lock()
 		if s.fatal == nil {
@@ -721,7 +721,7 @@ func (s *Session) checkPolicy(ctx context.Context, t *tab, a Action) error {
 			return nil
 		}
 		err := errcode.New(errcode.DomainBlocked, "%s %s refused: %s", what, Host(u), why).
-			WithHint("remove the domain from session.blocklist (or add it to session.allowlist) if the workflow really needs it")
+			WithHint("%s", s.o.Policy.hint(u))
 		s.mu.Lock()
 		if s.fatal == nil {
 			s.fatal = err

@@ -82,6 +82,27 @@ func TestPolicy(t *testing.T) {
 	}
 }
 
+// TestPolicyHint: the hint of a refusal names what lets the host through:
+// the blocklist entry that refused it (an allowlist entry would not), or
+// the allowlist.
+func TestPolicyHint(t *testing.T) {
+	cases := []struct {
+		block, allow []string
+		url, want    string
+	}{
+		{[]string{"*.ads.net"}, nil, "http://a.ads.net/", `remove "*.ads.net" from session.blocklist if the workflow really needs a.ads.net (the allowlist does not override the blocklist)`},
+		{[]string{"localhost"}, []string{"localhost", "127.0.0.1"}, "http://localhost:9/", `remove "localhost" from session.blocklist if the workflow really needs localhost (the allowlist does not override the blocklist)`},
+		{nil, []string{"127.0.0.1"}, "http://127.0.0.2:9/", "add 127.0.0.2 to session.allowlist if the workflow really needs it"},
+		{[]string{"evil.test"}, []string{"127.0.0.1"}, "http://localhost/", "add localhost to session.allowlist if the workflow really needs it"},
+		{[]string{"evil.test"}, nil, "http://good.test/", ""},
+	}
+	for _, c := range cases {
+		if got := (Policy{Blocklist: c.block, Allowlist: c.allow}).hint(c.url); got != c.want {
+			t.Errorf("block %q allow %q, %s: hint %q, want %q", c.block, c.allow, c.url, got, c.want)
+		}
+	}
+}
+
 func TestValidatePattern(t *testing.T) {
 	for _, good := range []string{"example.com", "*.example.com", "ads?.example.net", "127.0.0.1", "[ab].example"} {
 		if err := ValidatePattern(good); err != nil {

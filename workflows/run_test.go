@@ -225,6 +225,9 @@ func TestBlockedDomainStopsRun(t *testing.T) {
 			if errcode.Of(err) != errcode.DomainBlocked || errcode.ExitStatus(err) != 4 || res.Status != StatusDomainBlocked {
 				t.Fatalf("got %v [%s] status %s", err, errcode.Of(err), res.Status)
 			}
+			if hint := errcode.HintOf(err); !strings.Contains(hint, `remove "blocked.test" from session.blocklist`) {
+				t.Errorf("hint %q does not name the blocklist entry", hint)
+			}
 			if res.EndReason != "domain_blocked" || res.SnapshotID != "" || res.FailedStep == nil {
 				t.Fatalf("result: %+v", res)
 			}
