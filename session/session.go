@@ -469,6 +469,15 @@ func (s *Session) Close(ctx context.Context, reason EndReason) error {
 	return nil
 }
 
+// CloseFor is Close for a session that ends because of err (a failed
+// step, a login check that found a login wall): the session_end event then
+// carries err's code, as it does for an error that ended the session by
+// itself. A nil err is Close.
+func (s *Session) CloseFor(ctx context.Context, reason EndReason, err error) error {
+	s.end(ctx, reason, err)
+	return nil
+}
+
 // end is the one path every ending takes.
 func (s *Session) end(ctx context.Context, reason EndReason, cause error) {
 	s.mu.Lock()

@@ -387,7 +387,7 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 	if ctx.Err() != nil {
 		reason = session.EndUserStopped
 	}
-	_ = s.Close(context.WithoutCancel(ctx), reason)
+	_ = s.CloseFor(context.WithoutCancel(ctx), reason, err)
 	r.endSession(ctx, s, res)
 	res.Durations.CloseMS = ms(time.Since(t0))
 	r.progress(ProgressEvent{Stage: "close", Done: true, Duration: time.Since(t0), Detail: res.EndReason})

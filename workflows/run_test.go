@@ -618,3 +618,37 @@ func TestRunRefusesWorkerWebSockets(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedRunAuditsItsCode: the session_end event of a run that failed
+// carries the failure's code, so a search of the audit log by result finds
+// it; a completed run's is ok.
+func TestFailedRunAuditsItsCode(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct{ steps, code string }{
+		{"  - navigate: SITE/\n  - click: \"#no-such-button\"\n    timeout: 1s\n", "element_not_found"},
+		{"  - navigate: SITE/\n", ""},
+	} {
+		want := c.code
+		if want == "" {
+			want = "ok"
+		}
+		w := e.wf(t, "name: failing\nprofile: web\nrestore: none\nsteps:\n"+c.steps)
+		res, err := e.run(t, w)
+		if errcode.Of(err) != errcode.Code(c.code) {
+			t.Fatalf("run: %v [%s], want %q", err, errcode.Of(err), c.code)
+		}
+		evs, lerr := e.cat.ListEvents(context.Background(), catalog.EventFilter{Session: res.SessionID})
+		if lerr != nil {
+			t.Fatal(lerr)
+		}
+		var ends []string
+		for _, ev := range evs {
+			if ev.Kind == "session_end" {
+				ends = append(ends, ev.ResultCode)
+			}
+		}
+		if len(ends) != 1 || ends[0] != want {
+			t.Fatalf("session_end result codes %q, want [%q]: %+v", ends, want, evs)
+		}
+	}
+}
