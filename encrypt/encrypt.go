@@ -240,8 +240,7 @@ func Encrypt(w io.Writer, rs []age.Recipient) (io.WriteCloser, error) {
 // caller must read to EOF before trusting (or swapping in) what it got.
 func Decrypt(r io.Reader, ids []age.Identity) (io.Reader, error) {
 	if len(ids) == 0 {
-		return nil, errcode.New(errcode.DecryptFailed, "the snapshot is encrypted and no age identity was given").
-			WithHint("%s", identityHint)
+		return nil, &errcode.Error{Code: errcode.DecryptFailed, Err: ErrNoIdentity, Hint: identityHint}
 	}
 	src := &srcReader{r: r}
 	pr, err := age.Decrypt(src, ids...)
@@ -249,6 +248,18 @@ func Decrypt(r io.Reader, ids []age.Identity) (io.Reader, error) {
 		return nil, src.classify(err, true)
 	}
 	return &plainReader{r: pr, src: src}, nil
+}
+
+// ErrNoIdentity is under the error of Decrypt when it was given no identity.
+var ErrNoIdentity = errors.New("the snapshot is encrypted and no age identity was given")
+
+// WrongKey reports whether err is a failure to decrypt because of the key,
+// not of the ciphertext: no identity was given (ErrNoIdentity), or none of
+// those given is one the file was encrypted to. A damaged or truncated
+// ciphertext is not.
+func WrongKey(err error) bool {
+	var nomatch *age.NoIdentityMatchError
+	return errors.Is(err, ErrNoIdentity) || errors.As(err, &nomatch)
 }
 
 // srcReader remembers the last error of the ciphertext source so that a

@@ -99,7 +99,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestWrongOrMissingKey(t *testing.T) {
-	_, r := newIdentity(t)
+	idPath, r := newIdentity(t)
 	other, _ := newIdentity(t)
 	ct := encryptBytes(t, []byte("cookies"), mustRecipients(t, r))
 
@@ -108,9 +108,21 @@ func TestWrongOrMissingKey(t *testing.T) {
 		!strings.Contains(errcode.HintOf(err), FlagIdentity) {
 		t.Errorf("wrong identity: %v [%s] hint %q", err, errcode.Of(err), errcode.HintOf(err))
 	}
+	if !WrongKey(err) {
+		t.Errorf("wrong identity: WrongKey(%v) = false", err)
+	}
 	_, err = decryptBytes(ct, nil)
 	if errcode.Of(err) != errcode.DecryptFailed || !strings.Contains(errcode.HintOf(err), EnvIdentity) {
 		t.Errorf("no identity: %v [%s] hint %q", err, errcode.Of(err), errcode.HintOf(err))
+	}
+	if !WrongKey(err) {
+		t.Errorf("no identity: WrongKey(%v) = false", err)
+	}
+	// Damage is not a key problem.
+	bad := append([]byte(nil), ct...)
+	bad[len(bad)-1] ^= 1
+	if _, err = decryptBytes(bad, mustIdentities(t, idPath)); errcode.Of(err) != errcode.DecryptFailed || WrongKey(err) {
+		t.Errorf("damaged ciphertext: %v [%s], WrongKey %v; want decrypt_failed, not a key problem", err, errcode.Of(err), WrongKey(err))
 	}
 }
 

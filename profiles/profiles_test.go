@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -905,4 +906,82 @@ func TestRestoreLatestWithTheStoreDown(t *testing.T) {
 	if _, err := os.Stat(m.Dir("fresh")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the failed restore created the profile: %v", err)
 	}
+}
+
+// A rebuild that cannot decrypt some manifests (no identity, or not the one
+// they were encrypted to) still adds every row it can read, then fails with
+// decrypt_failed; a manifest that is damaged is skipped as before.
+func TestRebuildFailsOnManifestsItCannotDecrypt(t *testing.T) {
+	ctx := context.Background()
+	id, _ := age.GenerateX25519Identity()
+	other, _ := age.GenerateX25519Identity()
+	a := newTestManager(t)
+	plainSnap, encSnap := snapshotOf(t, a, "plain"), ""
+	a.Recipients = []age.Recipient{id.Recipient()}
+	encSnap = snapshotOf(t, a, "enc")
+	// Not an age file: damaged, whatever the key.
+	damaged := "bad/bad-20260101T000000Z-abcd.manifest.json.age"
+	if err := a.Store.Put(ctx, damaged, strings.NewReader("not age"), 7); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name          string
+		ids           []age.Identity
+		added         []string
+		undecryptable int
+		skipped       int
+	}{
+		{"no identity", nil, []string{plainSnap}, 2, 2},
+		{"another identity", []age.Identity{other}, []string{plainSnap}, 1, 2},
+		{"the right identity", []age.Identity{id}, []string{encSnap, plainSnap}, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newTestManager(t)
+			b.Store, b.Identities = a.Store, tt.ids
+			res, err := b.Rebuild(ctx)
+			if res == nil {
+				t.Fatalf("rebuild returned no result: %v", err)
+			}
+			added := append([]string(nil), res.Added...)
+			slices.Sort(added)
+			want := append([]string(nil), tt.added...)
+			slices.Sort(want)
+			if !slices.Equal(added, want) || res.Undecryptable != tt.undecryptable || len(res.Skipped) != tt.skipped {
+				t.Errorf("rebuild = %+v, want added %v, %d undecryptable, %d skipped", res, want, tt.undecryptable, tt.skipped)
+			}
+			for _, sid := range want {
+				if _, err := b.Catalog.GetSnapshot(ctx, b.Store.String(), sid); err != nil {
+					t.Errorf("row %s not in the catalog: %v", sid, err)
+				}
+			}
+			if tt.undecryptable == 0 {
+				if err != nil {
+					t.Errorf("rebuild with the right key (a damaged manifest skipped): %v", err)
+				}
+				return
+			}
+			hint := errcode.HintOf(err)
+			if errcode.Of(err) != errcode.DecryptFailed || !strings.Contains(err.Error(), fmt.Sprintf("%d of 3 manifest(s)", tt.undecryptable)) ||
+				!strings.Contains(hint, "DIRECTOR_AGE_IDENTITY") || strings.Contains(hint, "key generate") {
+				t.Errorf("rebuild = %v [%s], hint %q; want decrypt_failed naming %d of 3, with a hint on the identity the snapshots were encrypted to",
+					err, errcode.Of(err), hint, tt.undecryptable)
+			}
+		})
+	}
+}
+
+// snapshotOf creates a profile and snapshots it with m; it returns the id.
+func snapshotOf(t *testing.T, m *Manager, name string) string {
+	t.Helper()
+	if err := m.Create(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir(name), name)
+	res, err := m.Snapshot(context.Background(), name, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.ID
 }

@@ -694,11 +694,19 @@ type RebuildResult struct {
 	Added   []string `json:"added"`
 	Removed []string `json:"removed"`
 	Skipped []string `json:"skipped"` // manifests that could not be read, with why
+	// Undecryptable counts the skipped manifests that the identity given
+	// (or the lack of one) cannot decrypt; Rebuild then fails with
+	// decrypt_failed, after adding every row it could read.
+	Undecryptable int `json:"undecryptable"`
 }
 
 // Rebuild recreates the catalog's snapshot rows of the Manager's store from
 // the manifests in it and drops that store's rows whose archive is gone.
-// Rows of other stores are left alone.
+// Rows of other stores are left alone. A manifest that cannot be read is
+// skipped; when any was skipped because the Manager has no identity, or
+// not the one it was encrypted to, Rebuild still adds and drops every row
+// it can and then returns the result with a decrypt_failed error: the
+// rebuilt catalog lacks those snapshots until it runs with the right key.
 func (m *Manager) Rebuild(ctx context.Context) (*RebuildResult, error) {
 	store, err := m.catalogStore(ctx)
 	if err != nil {
@@ -724,6 +732,7 @@ func (m *Manager) Rebuild(ctx context.Context) (*RebuildResult, error) {
 	for _, s := range known {
 		inCatalog[s.ID] = true
 	}
+	var firstKeyErr error // the first manifest skipped for want of the right key
 	for _, o := range objs {
 		profile, id, _, ok := parseManifestKey(o.Key)
 		if !ok {
@@ -733,6 +742,12 @@ func (m *Manager) Rebuild(ctx context.Context) (*RebuildResult, error) {
 		man, err := m.getManifest(ctx, o.Key)
 		if err != nil {
 			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %v", o.Key, err))
+			if errcode.Of(err) == errcode.DecryptFailed && encrypt.WrongKey(err) {
+				res.Undecryptable++
+				if firstKeyErr == nil {
+					firstKeyErr = fmt.Errorf("%s: %w", o.Key, err)
+				}
+			}
 			continue
 		}
 		if man.ID != id || man.Profile != profile || !present[man.ArchiveKey] {
@@ -753,6 +768,13 @@ func (m *Manager) Rebuild(ctx context.Context) (*RebuildResult, error) {
 			}
 			res.Removed = append(res.Removed, s.ID)
 		}
+	}
+	if res.Undecryptable > 0 {
+		return res, errcode.Hinted(firstKeyErr, errcode.DecryptFailed,
+			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots were encrypted to, "+
+				"then run `director catalog rebuild` again; a newly generated key cannot decrypt them",
+			"catalog rebuild of %s: %d of %d manifest(s) could not be decrypted and were skipped (%d added, %d removed)",
+			store, res.Undecryptable, res.Found, len(res.Added), len(res.Removed))
 	}
 	return res, nil
 }

@@ -148,18 +148,23 @@ func oneLine(s string) string {
 // message, hint}} on stdout under --json, else one line on stderr:
 // "director: MESSAGE [CODE]; hint: HINT".
 func reportError(stdout, stderr io.Writer, asJSON bool, err error) {
-	code := errcode.Of(err)
-	hint := hintFor(err)
 	if asJSON {
-		var out errorJSON
-		out.Status = "error"
-		out.Error.Code = code
-		out.Error.Message = err.Error()
-		out.Error.Hint = hint
-		writeJSON(stdout, out)
+		writeJSON(stdout, errorObject(err))
 		return
 	}
-	fmt.Fprintf(stderr, "director: %s [%s]; hint: %s\n", oneLine(err.Error()), code, oneLine(hint))
+	fmt.Fprintf(stderr, "director: %s [%s]; hint: %s\n", oneLine(err.Error()), errcode.Of(err), oneLine(hintFor(err)))
+}
+
+// errorObject is err as the JSON object of --json. A command that has more
+// to say embeds it in its own object, prints that, and returns
+// reportedError.
+func errorObject(err error) errorJSON {
+	var out errorJSON
+	out.Status = "error"
+	out.Error.Code = errcode.Of(err)
+	out.Error.Message = err.Error()
+	out.Error.Hint = hintFor(err)
+	return out
 }
 
 func writeJSON(w io.Writer, v any) {

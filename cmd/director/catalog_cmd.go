@@ -18,9 +18,19 @@ func catalogCommands() []*cli.Command {
 			Usage: "rebuild the snapshot rows from the manifests in the store",
 			Description: "Use it after losing <home>/director.db, or on a second machine that shares the store.\n" +
 				"Every manifest in the store becomes a catalog row; rows whose archive is gone are dropped.\n" +
-				"Encrypted manifests need the identity (--age-identity / DIRECTOR_AGE_IDENTITY).",
+				"Encrypted manifests need the identity (--age-identity / DIRECTOR_AGE_IDENTITY): when any\n" +
+				"cannot be decrypted (no identity, or another one), every other manifest is still added, and the\n" +
+				"command fails with decrypt_failed. Manifests skipped for other reasons are listed.",
 			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				res, err := m.Rebuild(c.Context)
+				if err != nil && res != nil && g.JSON {
+					// One object: the error, and what the rebuild did.
+					writeJSON(g.Stdout, struct {
+						errorJSON
+						Rebuild *profiles.RebuildResult `json:"rebuild"`
+					}{errorObject(err), res})
+					return reportedError{err}
+				}
 				if err != nil {
 					return err
 				}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// catalog rebuild without the identity the snapshots were encrypted to
+// fails with decrypt_failed: one line on stderr, or one JSON object that
+// also carries what the rebuild did.
+func TestCatalogRebuildWithoutTheRightKey(t *testing.T) {
+	home := cliEnv(t)
+	keys := t.TempDir()
+	d := func(args ...string) (int, string, string) {
+		return runDirector(t, append([]string{"--home", home}, args...)...)
+	}
+	recipient := func(name string) (string, string) {
+		path := filepath.Join(keys, name)
+		code, out, errOut := d("--json", "key", "generate", "--out", path)
+		if code != 0 {
+			t.Fatalf("key generate: %d %s", code, errOut)
+		}
+		return path, decodeJSON(t, out)["recipients"].([]any)[0].(string)
+	}
+	right, rcpt := recipient("right.txt")
+	wrong, _ := recipient("wrong.txt")
+	if code, _, errOut := d("profile", "create", "work"); code != 0 {
+		t.Fatalf("create: %d %s", code, errOut)
+	}
+	os.WriteFile(filepath.Join(home, "browser-profiles", "work", "Local State"), []byte(`{}`), 0o600)
+	if code, _, errOut := d("--age-recipients", rcpt, "profile", "snapshot", "work"); code != 0 {
+		t.Fatalf("snapshot: %d %s", code, errOut)
+	}
+
+	tests := []struct {
+		name string
+		key  []string
+	}{
+		{"no identity", nil},
+		{"another identity", []string{"--age-identity", wrong}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			os.Remove(filepath.Join(home, "director.db"))
+			code, out, errOut := d(append(tt.key, "catalog", "rebuild")...)
+			lines := strings.Split(strings.TrimSpace(errOut), "\n")
+			if code != 1 || out != "" || len(lines) != 1 || !strings.Contains(errOut, "[decrypt_failed]") ||
+				!strings.Contains(errOut, "1 of 1 manifest(s) could not be decrypted") ||
+				!strings.Contains(errOut, "DIRECTOR_AGE_IDENTITY") || strings.Contains(errOut, "key generate") {
+				t.Errorf("rebuild: exit %d\nstdout %q\nstderr %q\nwant exit 1, one decrypt_failed line on stderr naming the skipped manifest and the identity to set", code, out, errOut)
+			}
+
+			os.Remove(filepath.Join(home, "director.db"))
+			code, out, errOut = d(append(tt.key, "--json", "catalog", "rebuild")...)
+			m := decodeJSON(t, out)
+			e, _ := m["error"].(map[string]any)
+			rb, _ := m["rebuild"].(map[string]any)
+			if code != 1 || errOut != "" || m["status"] != "error" || e["code"] != "decrypt_failed" || e["hint"] == "" ||
+				rb["undecryptable"] != 1.0 || rb["found"] != 1.0 {
+				t.Errorf("rebuild --json: exit %d, stderr %q\n%s", code, errOut, out)
+			}
+		})
+	}
+
+	os.Remove(filepath.Join(home, "director.db"))
+	code, out, errOut := d("--json", "--age-identity", right, "catalog", "rebuild")
+	if rb, _ := decodeJSON(t, out)["rebuild"].(map[string]any); code != 0 || rb["undecryptable"] != 0.0 || len(rb["added"].([]any)) != 1 {
+		t.Errorf("rebuild with the right key: exit %d %s %s", code, out, errOut)
+	}
+}
