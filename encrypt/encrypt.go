@@ -37,8 +37,16 @@ const maxKeyFile = 1 << 20
 
 const secretPrefix = "AGE-SECRET-KEY-"
 
+// identityHint is the next step when existing snapshots cannot be
+// decrypted. It never suggests generating a key: a new key cannot decrypt
+// what was encrypted to another.
 const identityHint = "set " + EnvIdentity + " (or " + FlagIdentity + ") to the identity file whose public key " +
-	"the snapshot was encrypted to; create one with: director key generate"
+	"the snapshot was encrypted to; a newly generated key cannot decrypt existing snapshots"
+
+// missingIdentityHint is the next step when the identity file named does
+// not exist: the right one, or, before any snapshot was encrypted, a new one.
+const missingIdentityHint = "point " + EnvIdentity + " (or " + FlagIdentity + ") at the identity file whose public key " +
+	"your snapshots are encrypted to (a new key cannot decrypt them); only if none was made yet, create one with: director key generate"
 
 const recipientsHint = "set " + EnvRecipients + " (or " + FlagRecipients + ") to age1… public keys separated by " +
 	"commas, or to a recipients file; director key generate prints one"
@@ -139,7 +147,7 @@ func LoadIdentities(path string) ([]age.Identity, error) {
 	}
 	st, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, errcode.New(errcode.DecryptFailed, "age identity file %s does not exist", path).WithHint("%s", identityHint)
+		return nil, errcode.New(errcode.DecryptFailed, "age identity file %s does not exist", path).WithHint("%s", missingIdentityHint)
 	}
 	if err != nil {
 		return nil, errcode.Hinted(err, errcode.DecryptFailed, identityHint, "cannot read the age identity file %s", path)

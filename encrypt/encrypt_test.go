@@ -111,12 +111,18 @@ func TestWrongOrMissingKey(t *testing.T) {
 	if !WrongKey(err) {
 		t.Errorf("wrong identity: WrongKey(%v) = false", err)
 	}
+	if strings.Contains(errcode.HintOf(err), "key generate") {
+		t.Errorf("wrong identity: hint %q suggests a new key, which cannot decrypt the snapshot", errcode.HintOf(err))
+	}
 	_, err = decryptBytes(ct, nil)
 	if errcode.Of(err) != errcode.DecryptFailed || !strings.Contains(errcode.HintOf(err), EnvIdentity) {
 		t.Errorf("no identity: %v [%s] hint %q", err, errcode.Of(err), errcode.HintOf(err))
 	}
 	if !WrongKey(err) {
 		t.Errorf("no identity: WrongKey(%v) = false", err)
+	}
+	if strings.Contains(errcode.HintOf(err), "key generate") {
+		t.Errorf("no identity: hint %q suggests a new key, which cannot decrypt the snapshot", errcode.HintOf(err))
 	}
 	// Damage is not a key problem.
 	bad := append([]byte(nil), ct...)

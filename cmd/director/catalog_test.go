@@ -70,3 +70,54 @@ func TestCatalogRebuildWithoutTheRightKey(t *testing.T) {
 		t.Errorf("rebuild with the right key: exit %d %s %s", code, out, errOut)
 	}
 }
+
+// A wrong or missing key on existing snapshots is answered with the
+// identity they were encrypted to, never with a new key; a new key is
+// suggested only where it may be the remedy.
+func TestDecryptHintsNeverSuggestANewKeyForExistingSnapshots(t *testing.T) {
+	home := cliEnv(t)
+	keys := t.TempDir()
+	d := func(args ...string) (int, string, string) {
+		return runDirector(t, append([]string{"--home", home}, args...)...)
+	}
+	gen := func(name string) (string, string) {
+		path := filepath.Join(keys, name)
+		code, out, errOut := d("--json", "key", "generate", "--out", path)
+		if code != 0 {
+			t.Fatalf("key generate: %d %s", code, errOut)
+		}
+		return path, decodeJSON(t, out)["recipients"].([]any)[0].(string)
+	}
+	_, rcpt := gen("right.txt")
+	wrong, _ := gen("wrong.txt")
+	if code, _, errOut := d("profile", "create", "work"); code != 0 {
+		t.Fatalf("create: %d %s", code, errOut)
+	}
+	os.WriteFile(filepath.Join(home, "browser-profiles", "work", "Local State"), []byte(`{}`), 0o600)
+	if code, _, errOut := d("--age-recipients", rcpt, "profile", "snapshot", "work"); code != 0 {
+		t.Fatalf("snapshot: %d %s", code, errOut)
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		newKeyOK bool // whether the hint may suggest director key generate
+	}{
+		{"restore, no identity", []string{"profile", "restore", "work", "latest"}, false},
+		{"restore, another identity", []string{"--age-identity", wrong, "profile", "restore", "work", "latest"}, false},
+		{"verify, no identity", []string{"profile", "verify", "work"}, false},
+		{"verify, another identity", []string{"--age-identity", wrong, "profile", "verify", "work"}, false},
+		{"rebuild, another identity", []string{"--age-identity", wrong, "catalog", "rebuild"}, false},
+		{"identity file missing", []string{"--age-identity", filepath.Join(keys, "nope.txt"), "profile", "snapshots"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, _ := d(append([]string{"--json"}, tt.args...)...)
+			e, _ := decodeJSON(t, out)["error"].(map[string]any)
+			hint, _ := e["hint"].(string)
+			if code != 1 || e["code"] != "decrypt_failed" || !strings.Contains(hint, "DIRECTOR_AGE_IDENTITY") ||
+				!strings.Contains(hint, "encrypted to") || strings.Contains(hint, "key generate") != tt.newKeyOK {
+				t.Errorf("exit %d, %s\nwant decrypt_failed, a hint naming the identity the snapshots were encrypted to (director key generate suggested: %v)", code, out, tt.newKeyOK)
+			}
+		})
+	}
+}
