@@ -683,7 +683,7 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 	}
 	objs, err := m.Store.List(ctx, name+"/")
 	if err != nil {
-		return nil, errcode.Hinted(err, errcode.Of(err), "retry when the store is reachable; nothing was deleted", "listing %s in %s", name+"/", m.Store)
+		return nil, errcode.Hinted(err, errcode.Of(err), storeHint(err, "nothing was deleted"), "listing %s in %s", name+"/", m.Store)
 	}
 	present := make(map[string]bool, len(objs))
 	for _, o := range objs {
@@ -708,6 +708,18 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 		*list = append(*list, s.ID)
 	}
 	return res, nil
+}
+
+// storeHint is the hint for a failed store call err, followed by then: the
+// store's own hint says what is wrong (refused credentials, a missing
+// bucket, a server that is down), which a generic "retry when the store is
+// reachable" would hide.
+func storeHint(err error, then string) string {
+	h := errcode.HintOf(err)
+	if h == "" {
+		h = "retry when the store is reachable"
+	}
+	return h + "; " + then
 }
 
 // archiveGone double-checks a listing's word that a snapshot's archive is

@@ -209,3 +209,37 @@ func dirBytes(dir string) int64 {
 	})
 	return n
 }
+
+// A prune that cannot list the store keeps the store's own hint: refused
+// credentials are named as such, not taken for a store that is down.
+func TestPruneWithBadCredentialsKeepsTheStoreHint(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := context.Background()
+	id, _ := age.GenerateX25519Identity()
+	m := s3Manager(t, srv, id)
+	if err := m.Create(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("work"), "work")
+	for range 2 {
+		if _, err := m.Snapshot(ctx, "work", SnapshotOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad, err := storage.Open(ctx, srv.StoreURL("snaps"), storage.Options{
+		AWSAccessKeyID: srv.AccessKey, AWSSecretAccessKey: "wrongwrong", Retry: storage.RetryPolicy{Attempts: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Store = bad
+	_, err = m.Prune(ctx, "work", 1, 0)
+	hint := errcode.HintOf(err)
+	if errcode.Of(err) != errcode.StorageUnavailable || !strings.Contains(hint, "AWS_SECRET_ACCESS_KEY") || !strings.Contains(hint, "nothing was deleted") {
+		t.Errorf("prune with a wrong secret key: %v [%s], hint %q; want storage_unavailable with the store's hint on credentials and that nothing was deleted",
+			err, errcode.Of(err), hint)
+	}
+	if rows, err := m.Snapshots(ctx, "work"); err != nil || len(rows) != 2 {
+		t.Errorf("after the failed prune the catalog lists %d snapshots (%v), want 2", len(rows), err)
+	}
+}
