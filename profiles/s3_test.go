@@ -1,8 +1,10 @@
 package profiles
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -241,5 +243,43 @@ func TestPruneWithBadCredentialsKeepsTheStoreHint(t *testing.T) {
 	}
 	if rows, err := m.Snapshots(ctx, "work"); err != nil || len(rows) != 2 {
 		t.Errorf("after the failed prune the catalog lists %d snapshots (%v), want 2", len(rows), err)
+	}
+}
+
+// A command that fails because the store is down says so in its error and
+// logs nothing at the default level: the error is the one line the user
+// sees (README: "Errors print one line on stderr").
+func TestFailuresWithTheStoreDownLogNothing(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := context.Background()
+	id, _ := age.GenerateX25519Identity()
+	m := s3Manager(t, srv, id)
+	if err := m.Create(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("work"), "work")
+	if _, err := m.Snapshot(ctx, "work", SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	tests := []struct {
+		name string
+		call func() error
+	}{
+		{"snapshot", func() error { _, err := m.Snapshot(ctx, "work", SnapshotOptions{}); return err }},
+		{"restore latest", func() error { _, err := m.Restore(ctx, "work", "latest", RestoreOptions{}); return err }},
+		{"verify latest", func() error { _, err := m.Verify(ctx, "work", "latest"); return err }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			m.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			if err := tt.call(); errcode.Of(err) != errcode.StorageUnavailable {
+				t.Fatalf("%s with the store down: %v [%s], want %s", tt.name, err, errcode.Of(err), errcode.StorageUnavailable)
+			}
+			if logs.Len() > 0 {
+				t.Errorf("logged as well as failing: %s", logs.String())
+			}
+		})
 	}
 }

@@ -193,15 +193,35 @@ func (m *Manager) produce(ctx context.Context, w io.Writer, dir string, o snapsh
 }
 
 // removeObjects deletes objects of a failed snapshot, best effort, with a
-// fresh context so that a cancelled command still cleans up.
+// fresh context so that a cancelled command still cleans up. What it cannot
+// remove is logged at Debug only: the snapshot's own error is the one line
+// the user sees, and such an object is never taken for a snapshot (no
+// catalog row points at it; an archive without its manifest is ignored by
+// rebuild, and delete --with-snapshots removes it).
 func (m *Manager) removeObjects(keys ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, k := range keys {
 		if err := m.Store.Delete(ctx, k); err != nil {
-			m.log().Warn("could not remove the object of a failed snapshot", "key", k, "err", err)
+			m.log().Debug("could not remove the object of a failed snapshot", "key", k, "err", err)
 		}
 	}
+}
+
+// warnUnlisted reports that resolve could not list the store and used the
+// catalog's latest row: a warning when the use-case succeeded anyway, only
+// a Debug line when it failed, since its error is then the one line the
+// user sees (and says what the store did).
+func (m *Manager) warnUnlisted(unlisted, err error) {
+	if unlisted == nil {
+		return
+	}
+	const msg = "could not look in the store for snapshots this catalog lacks; used the catalog's latest"
+	if err != nil {
+		m.log().Debug(msg, "err", unlisted)
+		return
+	}
+	m.log().Warn(msg, "err", unlisted)
 }
 
 func (m *Manager) putManifest(ctx context.Context, key string, man *snapshot.Manifest) error {
@@ -288,8 +308,10 @@ type RestoreResult struct {
 // Restore replaces (or creates) a profile from a snapshot: ref is an id or
 // "latest" (also ""), or opts.Archive names a local archive file. The old
 // profile is untouched on every failure.
-func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOptions) (*RestoreResult, error) {
+func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOptions) (_ *RestoreResult, err error) {
 	start := time.Now()
+	var unlisted error
+	defer func() { m.warnUnlisted(unlisted, err) }()
 	unlock, err := m.exclusive(ctx, name, o.Lock, false)
 	if err != nil {
 		return nil, err
@@ -333,7 +355,7 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		}
 	} else {
 		var err error
-		row, err = m.resolve(ctx, name, ref)
+		row, unlisted, err = m.resolve(ctx, name, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -454,8 +476,19 @@ func compareVersions(a, b string) int {
 // resolve finds the catalog row for ref ("latest", "" or an id) among the
 // rows of the Manager's store. For latest it also lists the store's
 // manifests, so that a snapshot another machine made (absent from this
-// catalog) is found without downloading archives.
-func (m *Manager) resolve(ctx context.Context, name, ref string) (catalog.Snapshot, error) {
+// catalog) is found without downloading archives. When that listing fails
+// but the catalog has a latest row, it returns the row and the listing's
+// error as unlisted, for the caller to report with warnUnlisted once it
+// knows whether it succeeded.
+func (m *Manager) resolve(ctx context.Context, name, ref string) (row catalog.Snapshot, unlisted, err error) {
+	row, err = m.resolveRow(ctx, name, ref, &unlisted)
+	if err != nil {
+		unlisted = nil // the error says it
+	}
+	return row, unlisted, err
+}
+
+func (m *Manager) resolveRow(ctx context.Context, name, ref string, unlisted *error) (catalog.Snapshot, error) {
 	store, err := m.catalogStore(ctx)
 	if err != nil {
 		return catalog.Snapshot{}, err
@@ -508,8 +541,9 @@ func (m *Manager) resolve(ctx context.Context, name, ref string) (catalog.Snapsh
 	adoptErr := m.adoptFromStore(ctx, store, name)
 	row, err := m.Catalog.LatestSnapshot(ctx, store, name)
 	if adoptErr != nil && err == nil {
-		// Warned only when it goes on: when it cannot, the error says it.
-		m.log().Warn("could not look in the store for snapshots this catalog lacks; using the catalog's latest", "err", adoptErr)
+		// Reported by the caller (warnUnlisted) when it goes on: when it
+		// cannot, the error says it.
+		*unlisted = adoptErr
 	}
 	if errcode.Of(err) == errcode.SnapshotNotFound && adoptErr != nil {
 		// Not "no snapshot yet": the store could not say. A caller that took
@@ -575,11 +609,12 @@ type VerifyResult struct {
 // and every file against the manifest, writing nothing. The manifest stored
 // beside the archive must exist and describe the same archive: without it
 // catalog rebuild and other machines do not see the snapshot.
-func (m *Manager) Verify(ctx context.Context, name, ref string) (*VerifyResult, error) {
+func (m *Manager) Verify(ctx context.Context, name, ref string) (_ *VerifyResult, err error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
-	row, err := m.resolve(ctx, name, ref)
+	row, unlisted, err := m.resolve(ctx, name, ref)
+	defer func() { m.warnUnlisted(unlisted, err) }()
 	if err != nil {
 		return nil, err
 	}
