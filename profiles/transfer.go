@@ -37,6 +37,7 @@ type SnapshotResult struct {
 	ObjectKey     string        `json:"object_key"`
 	ManifestKey   string        `json:"manifest_key"`
 	Store         string        `json:"store"`
+	Location      string        `json:"location"` // the archive's URL: the store's with the key in its path
 	ArchiveSize   int64         `json:"archive_size"`
 	ArchiveSHA256 string        `json:"archive_sha256"`
 	RawSize       int64         `json:"raw_size"`
@@ -135,7 +136,7 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 	_ = m.Catalog.TouchProfile(ctx, name, created)
 	m.log().Info("snapshot stored", "profile", name, "id", id, "bytes", hr.n, "files", man.FileCount)
 	return &SnapshotResult{
-		ID: id, Profile: name, ObjectKey: archiveKey, ManifestKey: manifestKey, Store: storage.ID(m.Store),
+		ID: id, Profile: name, ObjectKey: archiveKey, ManifestKey: manifestKey, Store: storage.ID(m.Store), Location: storage.Location(m.Store, archiveKey),
 		ArchiveSize: hr.n, ArchiveSHA256: man.ArchiveSHA256, RawSize: man.RawSize, FileCount: man.FileCount,
 		Encrypted: man.Encrypted, ChromeVersion: man.ChromeVersion, Duration: time.Since(start), Warnings: warnings,
 	}, nil
@@ -297,7 +298,7 @@ type RestoreOptions struct {
 type RestoreResult struct {
 	Profile   string        `json:"profile"`
 	ID        string        `json:"id"`
-	Source    string        `json:"source"`
+	Source    string        `json:"source"` // the --archive file, or the archive's URL in the store
 	Path      string        `json:"path"`
 	FileCount int           `json:"file_count"`
 	RawSize   int64         `json:"raw_size"`
@@ -368,7 +369,7 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 			return nil, fmt.Errorf("fetching snapshot %s: %w", row.ID, err)
 		}
 		src, size, expectSHA, encrypted = rc, obj.Size, row.ArchiveSHA256, row.Encrypted
-		res.ID, res.Source = row.ID, m.Store.String()+"/"+row.ObjectKey
+		res.ID, res.Source = row.ID, storage.Location(m.Store, row.ObjectKey)
 	}
 	defer src.Close()
 	if size > maxSize {

@@ -171,11 +171,22 @@ func (s *s3Store) String() string {
 	if s.prefix != "" {
 		u += "/" + s.prefix
 	}
+	return u + s.query()
+}
+
+// Location is the URL of an object: the key joins the path, before the
+// query that names the endpoint.
+func (s *s3Store) Location(key string) string {
+	return "s3://" + s.bucket + "/" + s.full(key) + s.query()
+}
+
+// query is the part of the store URL from "?" on, or "".
+func (s *s3Store) query() string {
 	if s.endpoint == "s3.amazonaws.com" {
 		if s.region != "us-east-1" {
-			u += "?region=" + url.QueryEscape(s.region)
+			return "?region=" + url.QueryEscape(s.region)
 		}
-		return u
+		return ""
 	}
 	q := "?endpoint=" + s.endpoint + s.path
 	if s.region != "us-east-1" {
@@ -184,7 +195,7 @@ func (s *s3Store) String() string {
 	if !s.secure {
 		q += "&insecure=true"
 	}
-	return u + q
+	return q
 }
 
 func (s *s3Store) full(key string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -50,6 +51,18 @@ func ID(s Store) string {
 		return c.CatalogID()
 	}
 	return s.String()
+}
+
+// Location is the address of key in s for people to read: the store URL
+// with the key added to its path, before any query, such as
+// "s3://bucket/pfx/work/a.tar.zst?endpoint=host:9000" or
+// "file:///home/me/.director/snapshots/work/a.tar.zst". Gluing the key
+// after String() would put it inside the query of an s3:// URL.
+func Location(s Store, key string) string {
+	if l, ok := s.(interface{ Location(key string) string }); ok {
+		return l.Location(key)
+	}
+	return strings.TrimSuffix(s.String(), "/") + "/" + key
 }
 
 // Sentinel errors; backends wrap them in errcode errors so that errors.Is

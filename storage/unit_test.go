@@ -423,3 +423,34 @@ func TestFileStorePutsRaceSweeps(t *testing.T) {
 		t.Errorf("List: %d objects, %v; want 200", len(objs), err)
 	}
 }
+
+// Location puts the key in the URL's path, before any query, for every
+// backend.
+func TestLocation(t *testing.T) {
+	full := Options{AWSAccessKeyID: "k", AWSSecretAccessKey: "s", SupabaseURL: "https://abc.supabase.co", SupabaseServiceKey: "key"}
+	const key = "work/work-20260101T000000Z-abcd.tar.zst.age"
+	dir := t.TempDir()
+	tests := []struct {
+		url, want string
+	}{
+		{"file://" + dir, "file://" + dir + "/" + key},
+		{"s3://bucket", "s3://bucket/" + key},
+		{"s3://bucket/pfx?endpoint=127.0.0.1:19000&insecure=true", "s3://bucket/pfx/" + key + "?endpoint=127.0.0.1:19000&insecure=true"},
+		{"s3://bucket/a/b?region=eu-west-1", "s3://bucket/a/b/" + key + "?region=eu-west-1"},
+		{"s3://profiles/team?endpoint=https://abc.supabase.co/storage/v1/s3&region=eu-west-2",
+			"s3://profiles/team/" + key + "?endpoint=abc.supabase.co/storage/v1/s3&region=eu-west-2"},
+		{"supabase://mine/p", "supabase://mine/p/" + key},
+		{"supabase://mine", "supabase://mine/" + key},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			s, err := Open(context.Background(), tt.url, full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := Location(s, key); got != tt.want {
+				t.Errorf("Location = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -252,9 +252,9 @@ func profileCommands() []*cli.Command {
 					return err
 				}
 				g.emit(map[string]any{"status": "ok", "snapshot": res}, func(w io.Writer) {
-					fmt.Fprintf(w, "snapshot %s\n  archive  %s (%s)\n  files    %d, %s raw\n  took     %s\n  stored   %s/%s\n",
+					fmt.Fprintf(w, "snapshot %s\n  archive  %s (%s)\n  files    %d, %s raw\n  took     %s\n  stored   %s\n",
 						res.ID, humanBytes(res.ArchiveSize), ratio(res.ArchiveSize, res.RawSize), res.FileCount,
-						humanBytes(res.RawSize), res.Duration.Round(time.Millisecond), res.Store, res.ObjectKey)
+						humanBytes(res.RawSize), res.Duration.Round(time.Millisecond), res.Location)
 					for _, warn := range res.Warnings {
 						fmt.Fprintf(w, "  warning  %s\n", warn)
 					}

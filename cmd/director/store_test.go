@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +132,45 @@ func TestStoreCallTimeoutFlag(t *testing.T) {
 	e, _ := m["error"].(map[string]any)
 	if code != 1 || e["code"] != "storage_unavailable" {
 		t.Fatalf("exit %d, %s; want exit 1 and storage_unavailable", code, out.String())
+	}
+}
+
+// The archive's location that snapshot and restore print is a usable URL:
+// the object key joins the store URL's path, before its query.
+func TestSnapshotAndRestoreNameTheArchiveLocation(t *testing.T) {
+	srv := s3test.Start(t)
+	home := cliEnv(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	store := srv.StoreURL("pfx")
+	// How the store names itself (storage.Store.String).
+	base, query := "s3://"+srv.Bucket+"/pfx", "endpoint="+srv.Endpoint+"&insecure=true"
+	d := func(args ...string) (int, string, string) {
+		return runDirector(t, append([]string{"--home", home, "--store", store, "--insecure-no-encryption"}, args...)...)
+	}
+	if code, _, errOut := d("profile", "create", "work"); code != 0 {
+		t.Fatalf("create: %d %s", code, errOut)
+	}
+	os.WriteFile(filepath.Join(home, "browser-profiles", "work", "Local State"), []byte(`{}`), 0o600)
+
+	code, out, errOut := d("profile", "snapshot", "work")
+	if code != 0 {
+		t.Fatalf("snapshot: %d %s", code, errOut)
+	}
+	want := regexp.MustCompile(`(?m)^  stored   ` + regexp.QuoteMeta(base+"/work/") + `work-[^/?]+\.tar\.zst` + regexp.QuoteMeta("?"+query) + `$`)
+	if !want.MatchString(out) {
+		t.Errorf("snapshot output:\n%s\nwant a line matching %s", out, want)
+	}
+
+	code, out, errOut = d("--json", "profile", "snapshot", "work")
+	snap, _ := decodeJSON(t, out)["snapshot"].(map[string]any)
+	if code != 0 || snap["location"] != base+"/"+snap["object_key"].(string)+"?"+query {
+		t.Errorf("snapshot --json: %d %s %s\nwant location %s/%v?%s", code, out, errOut, base, snap["object_key"], query)
+	}
+
+	code, out, errOut = d("--json", "profile", "restore", "work", "latest")
+	res, _ := decodeJSON(t, out)["restore"].(map[string]any)
+	if loc := base + "/" + snap["object_key"].(string) + "?" + query; code != 0 || res["source"] != loc {
+		t.Errorf("restore --json: %d %s %s\nwant source %s", code, out, errOut, loc)
 	}
 }
