@@ -137,6 +137,18 @@ func (m *Manager) Create(ctx context.Context, name string) error {
 	return m.Catalog.TouchProfile(ctx, name, m.now())
 }
 
+// Path returns the user-data-dir of an existing profile; a profile that
+// does not exist is profile_not_found.
+func (m *Manager) Path(name string) (string, error) {
+	if err := ValidateName(name); err != nil {
+		return "", err
+	}
+	if err := m.requireDir(name); err != nil {
+		return "", err
+	}
+	return m.Dir(name), nil
+}
+
 // requireDir returns profile_not_found when the profile has no directory.
 func (m *Manager) requireDir(name string) error {
 	st, err := os.Stat(m.Dir(name))

@@ -343,6 +343,9 @@ func TestEveryErrorHasCodeAndHint(t *testing.T) {
 func TestGlobalFlagsAnywhere(t *testing.T) {
 	home := cliEnv(t)
 	want := filepath.Join(home, "browser-profiles", "work")
+	if err := os.MkdirAll(want, 0o700); err != nil { // profile path needs the profile
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{
 		{"--home", home, "profile", "path", "work"},
 		{"profile", "path", "work", "--home", home},

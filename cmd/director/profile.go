@@ -187,19 +187,22 @@ func profileCommands() []*cli.Command {
 		},
 		{
 			Name: "path", Usage: "print a profile's user-data-dir", ArgsUsage: "NAME",
+			Description: "Prints <home>/browser-profiles/NAME. A profile that does not exist fails with profile_not_found:\n" +
+				"create it with `director profile create NAME`, or restore it with `director profile restore NAME latest`.",
 			Action: func(c *cli.Context) error {
 				g := getGlobals(c)
 				name, err := oneArg(c, "profile NAME")
 				if err != nil {
 					return err
 				}
-				if err := profiles.ValidateName(name); err != nil {
+				m := &profiles.Manager{Root: g.ProfilesDir()}
+				path, err := m.Path(name)
+				if err != nil {
 					return err
 				}
-				m := &profiles.Manager{Root: g.ProfilesDir()}
-				_, statErr := os.Stat(m.Dir(name))
-				g.emit(map[string]any{"status": "ok", "profile": name, "path": m.Dir(name), "exists": statErr == nil}, func(w io.Writer) {
-					fmt.Fprintln(w, m.Dir(name))
+				// "exists" is always true now; kept for scripts that read it.
+				g.emit(map[string]any{"status": "ok", "profile": name, "path": path, "exists": true}, func(w io.Writer) {
+					fmt.Fprintln(w, path)
 				})
 				return nil
 			},

@@ -102,6 +102,8 @@ func TestErrorsExitCodesAndJSON(t *testing.T) {
 		{"unknown command", []string{"bogus"}, 2, "invalid_input"},
 		{"missing profile", []string{"profile", "snapshot", "ghost"}, 1, "profile_not_found"},
 		{"no snapshot", []string{"profile", "restore", "ghost"}, 1, "snapshot_not_found"},
+		{"path of a missing profile", []string{"profile", "path", "ghost"}, 1, "profile_not_found"},
+		{"path of a bad name", []string{"profile", "path", "Bad"}, 2, "invalid_input"},
 		{"prune keep-last 0", []string{"profile", "prune", "ghost", "--keep-last", "0"}, 2, "invalid_input"},
 	}
 	for _, tt := range tests {
@@ -117,8 +119,14 @@ func TestErrorsExitCodesAndJSON(t *testing.T) {
 			}
 		})
 	}
+	// Text mode: nothing on stdout for a missing profile's path, one line on
+	// stderr saying how to create it.
+	code, out, errOut := runDirector(t, "--home", home, "profile", "path", "ghost")
+	if code != 1 || out != "" || !strings.Contains(errOut, "[profile_not_found]") || !strings.Contains(errOut, "director profile create ghost") {
+		t.Errorf("path of a missing profile: %d %q %q", code, out, errOut)
+	}
 	// Text mode: one line with the code, and a hint.
-	code, _, errOut := runDirector(t, "--home", home, "profile", "restore", "ghost")
+	code, _, errOut = runDirector(t, "--home", home, "profile", "restore", "ghost")
 	if code != 1 || !strings.Contains(errOut, "[snapshot_not_found]") || !strings.Contains(errOut, "hint:") {
 		t.Errorf("text error: %d %q", code, errOut)
 	}
