@@ -212,22 +212,30 @@ func dirBytes(dir string) int64 {
 	return n
 }
 
-// A prune that cannot list the store keeps the store's own hint: refused
-// credentials are named as such, not taken for a store that is down.
-func TestPruneWithBadCredentialsKeepsTheStoreHint(t *testing.T) {
+// s3Work starts an S3 server and returns it with a Manager on it whose
+// profile "work" has n snapshots.
+func s3Work(t *testing.T, n int) (*s3test.Server, *Manager) {
+	t.Helper()
 	srv := s3test.Start(t)
-	ctx := context.Background()
 	id, _ := age.GenerateX25519Identity()
 	m := s3Manager(t, srv, id)
-	if err := m.Create(ctx, "work"); err != nil {
+	if err := m.Create(context.Background(), "work"); err != nil {
 		t.Fatal(err)
 	}
 	writeProfile(t, m.Dir("work"), "work")
-	for range 2 {
-		if _, err := m.Snapshot(ctx, "work", SnapshotOptions{}); err != nil {
+	for range n {
+		if _, err := m.Snapshot(context.Background(), "work", SnapshotOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return srv, m
+}
+
+// A prune that cannot list the store keeps the store's own hint: refused
+// credentials are named as such, not taken for a store that is down.
+func TestPruneWithBadCredentialsKeepsTheStoreHint(t *testing.T) {
+	ctx := context.Background()
+	srv, m := s3Work(t, 2)
 	bad, err := storage.Open(ctx, srv.StoreURL("snaps"), storage.Options{
 		AWSAccessKeyID: srv.AccessKey, AWSSecretAccessKey: "wrongwrong", Retry: storage.RetryPolicy{Attempts: 1},
 	})
@@ -250,17 +258,8 @@ func TestPruneWithBadCredentialsKeepsTheStoreHint(t *testing.T) {
 // logs nothing at the default level: the error is the one line the user
 // sees (README: "Errors print one line on stderr").
 func TestFailuresWithTheStoreDownLogNothing(t *testing.T) {
-	srv := s3test.Start(t)
 	ctx := context.Background()
-	id, _ := age.GenerateX25519Identity()
-	m := s3Manager(t, srv, id)
-	if err := m.Create(ctx, "work"); err != nil {
-		t.Fatal(err)
-	}
-	writeProfile(t, m.Dir("work"), "work")
-	if _, err := m.Snapshot(ctx, "work", SnapshotOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	srv, m := s3Work(t, 1)
 	srv.Stop()
 	tests := []struct {
 		name string

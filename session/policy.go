@@ -97,43 +97,54 @@ type Policy struct {
 // http(s) and ws(s) URLs name a domain; about:, data:, blob: and
 // chrome-error: pages are always allowed.
 func (p Policy) Check(rawURL string) string {
-	host, ok := checkedHost(rawURL)
-	if !ok {
+	switch r := p.refuse(rawURL); {
+	case r == nil:
 		return ""
+	case r.entry != "":
+		return fmt.Sprintf("%s is on the blocklist (%s)", r.host, r.entry)
+	default:
+		return fmt.Sprintf("%s is not on the allowlist", r.host)
 	}
-	for _, b := range p.Blocklist {
-		if MatchDomain(b, host) {
-			return fmt.Sprintf("%s is on the blocklist (%s)", host, b)
-		}
-	}
-	if len(p.Allowlist) == 0 {
-		return ""
-	}
-	for _, a := range p.Allowlist {
-		if MatchDomain(a, host) {
-			return ""
-		}
-	}
-	return fmt.Sprintf("%s is not on the allowlist", host)
 }
 
 // hint says what lets rawURL through, for the error that refuses it: the
 // blocklist entry to remove (an allowlist does not override the
 // blocklist), or the host to add to the allowlist.
 func (p Policy) hint(rawURL string) string {
+	switch r := p.refuse(rawURL); {
+	case r == nil:
+		return ""
+	case r.entry != "":
+		return fmt.Sprintf("remove %q from session.blocklist if the workflow really needs %s (the allowlist does not override the blocklist)", r.entry, r.host)
+	default:
+		return fmt.Sprintf("add %s to session.allowlist if the workflow really needs it", r.host)
+	}
+}
+
+// refusal is why the policy refuses a URL: the blocklist entry that
+// matches its host, or (entry "") the host's absence from the allowlist.
+type refusal struct{ host, entry string }
+
+// refuse returns why the policy refuses rawURL, nil when it allows it.
+func (p Policy) refuse(rawURL string) *refusal {
 	host, ok := checkedHost(rawURL)
 	if !ok {
-		return ""
+		return nil
 	}
 	for _, b := range p.Blocklist {
 		if MatchDomain(b, host) {
-			return fmt.Sprintf("remove %q from session.blocklist if the workflow really needs %s (the allowlist does not override the blocklist)", b, host)
+			return &refusal{host: host, entry: b}
 		}
 	}
-	if len(p.Allowlist) > 0 {
-		return fmt.Sprintf("add %s to session.allowlist if the workflow really needs it", host)
+	if len(p.Allowlist) == 0 {
+		return nil
 	}
-	return ""
+	for _, a := range p.Allowlist {
+		if MatchDomain(a, host) {
+			return nil
+		}
+	}
+	return &refusal{host: host}
 }
 
 // checkedHost returns the host of an http(s) or ws(s) URL, and false for

@@ -7,32 +7,48 @@ import (
 	"testing"
 )
 
-// catalog rebuild without the identity the snapshots were encrypted to
-// fails with decrypt_failed: one line on stderr, or one JSON object that
-// also carries what the rebuild did.
-func TestCatalogRebuildWithoutTheRightKey(t *testing.T) {
-	home := cliEnv(t)
-	keys := t.TempDir()
-	d := func(args ...string) (int, string, string) {
-		return runDirector(t, append([]string{"--home", home}, args...)...)
+// encryptedHome is a director home whose profile "work" has one snapshot
+// encrypted to the key in right; wrong is another key, both in keys.
+type encryptedHome struct {
+	home, keys, right, wrong string
+	d                        func(args ...string) (int, string, string) // runs director on home
+}
+
+func encryptedWork(t *testing.T) encryptedHome {
+	t.Helper()
+	e := encryptedHome{home: cliEnv(t), keys: t.TempDir()}
+	e.d = func(args ...string) (int, string, string) {
+		return runDirector(t, append([]string{"--home", e.home}, args...)...)
 	}
-	recipient := func(name string) (string, string) {
-		path := filepath.Join(keys, name)
-		code, out, errOut := d("--json", "key", "generate", "--out", path)
+	gen := func(name string) (string, string) {
+		path := filepath.Join(e.keys, name)
+		code, out, errOut := e.d("--json", "key", "generate", "--out", path)
 		if code != 0 {
 			t.Fatalf("key generate: %d %s", code, errOut)
 		}
 		return path, decodeJSON(t, out)["recipients"].([]any)[0].(string)
 	}
-	right, rcpt := recipient("right.txt")
-	wrong, _ := recipient("wrong.txt")
-	if code, _, errOut := d("profile", "create", "work"); code != 0 {
+	var rcpt string
+	e.right, rcpt = gen("right.txt")
+	e.wrong, _ = gen("wrong.txt")
+	if code, _, errOut := e.d("profile", "create", "work"); code != 0 {
 		t.Fatalf("create: %d %s", code, errOut)
 	}
-	os.WriteFile(filepath.Join(home, "browser-profiles", "work", "Local State"), []byte(`{}`), 0o600)
-	if code, _, errOut := d("--age-recipients", rcpt, "profile", "snapshot", "work"); code != 0 {
+	if err := os.WriteFile(filepath.Join(e.home, "browser-profiles", "work", "Local State"), []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := e.d("--age-recipients", rcpt, "profile", "snapshot", "work"); code != 0 {
 		t.Fatalf("snapshot: %d %s", code, errOut)
 	}
+	return e
+}
+
+// catalog rebuild without the identity the snapshots were encrypted to
+// fails with decrypt_failed: one line on stderr, or one JSON object that
+// also carries what the rebuild did.
+func TestCatalogRebuildWithoutTheRightKey(t *testing.T) {
+	e := encryptedWork(t)
+	home, right, wrong, d := e.home, e.right, e.wrong, e.d
 
 	tests := []struct {
 		name string
@@ -75,28 +91,8 @@ func TestCatalogRebuildWithoutTheRightKey(t *testing.T) {
 // identity they were encrypted to, never with a new key; a new key is
 // suggested only where it may be the remedy.
 func TestDecryptHintsNeverSuggestANewKeyForExistingSnapshots(t *testing.T) {
-	home := cliEnv(t)
-	keys := t.TempDir()
-	d := func(args ...string) (int, string, string) {
-		return runDirector(t, append([]string{"--home", home}, args...)...)
-	}
-	gen := func(name string) (string, string) {
-		path := filepath.Join(keys, name)
-		code, out, errOut := d("--json", "key", "generate", "--out", path)
-		if code != 0 {
-			t.Fatalf("key generate: %d %s", code, errOut)
-		}
-		return path, decodeJSON(t, out)["recipients"].([]any)[0].(string)
-	}
-	_, rcpt := gen("right.txt")
-	wrong, _ := gen("wrong.txt")
-	if code, _, errOut := d("profile", "create", "work"); code != 0 {
-		t.Fatalf("create: %d %s", code, errOut)
-	}
-	os.WriteFile(filepath.Join(home, "browser-profiles", "work", "Local State"), []byte(`{}`), 0o600)
-	if code, _, errOut := d("--age-recipients", rcpt, "profile", "snapshot", "work"); code != 0 {
-		t.Fatalf("snapshot: %d %s", code, errOut)
-	}
+	e := encryptedWork(t)
+	keys, wrong, d := e.keys, e.wrong, e.d
 	tests := []struct {
 		name     string
 		args     []string
