@@ -567,7 +567,7 @@ func (m *Manager) deleteSnapshots(ctx context.Context, p *snapshotPlan, res *Del
 	res.DeletedSnapshots = p.ids
 	for _, key := range p.keys {
 		if err := m.Store.Delete(ctx, key); err != nil {
-			return errcode.Hinted(err, errcode.Of(err), fmt.Sprintf("retry `director profile delete %s --with-snapshots` when the store is reachable", res.Profile),
+			return errcode.Hinted(err, errcode.Of(err), storeHint(err, finishDelete(res.Profile)),
 				"deleting %s from %s", key, m.Store)
 		}
 		res.DeletedObjects = append(res.DeletedObjects, key)
@@ -575,11 +575,17 @@ func (m *Manager) deleteSnapshots(ctx context.Context, p *snapshotPlan, res *Del
 	// A snapshot killed midway leaves a partial upload that no List shows.
 	if sw, ok := m.Store.(storage.Sweeper); ok {
 		if err := sw.Sweep(ctx, res.Profile+"/"); err != nil {
-			return errcode.Hinted(err, errcode.Of(err), fmt.Sprintf("retry `director profile delete %s --with-snapshots` when the store is reachable", res.Profile),
+			return errcode.Hinted(err, errcode.Of(err), storeHint(err, finishDelete(res.Profile)),
 				"removing partial uploads of %s from %s", res.Profile, m.Store)
 		}
 	}
 	return nil
+}
+
+// finishDelete is what to do after fixing the store when profile delete
+// --with-snapshots stopped partway.
+func finishDelete(profile string) string {
+	return fmt.Sprintf("then run `director profile delete %s --with-snapshots` again to finish", profile)
 }
 
 // deleteSnapshot removes the catalog row first, then the objects, so the

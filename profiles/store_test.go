@@ -325,6 +325,44 @@ func TestDeleteWithSnapshots(t *testing.T) {
 	}
 }
 
+// refusingDeletes is a store whose Delete is refused as a store refuses a
+// key without the permission: with the store's own hint.
+type refusingDeletes struct{ storage.Store }
+
+func (refusingDeletes) Delete(ctx context.Context, key string) error {
+	return errcode.New(errcode.StorageUnavailable, "delete %q: AccessDenied", key).
+		WithHint("the server refused the credentials (AccessDenied): check AWS_ACCESS_KEY_ID")
+}
+
+// A delete --with-snapshots that the store stops partway keeps the store's
+// hint (what is wrong) and says how to finish; run again, it finishes.
+func TestDeleteWithSnapshotsStoppedByTheStore(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("work"), "v")
+	if _, err := m.Snapshot(ctx, "work", SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	real := m.Store
+	m.Store = refusingDeletes{real}
+	_, err := m.Delete(ctx, "work", true)
+	hint := errcode.HintOf(err)
+	if errcode.Of(err) != errcode.StorageUnavailable || !strings.Contains(hint, "AccessDenied): check AWS_ACCESS_KEY_ID") ||
+		!strings.Contains(hint, "director profile delete work --with-snapshots` again to finish") {
+		t.Fatalf("Delete through a store that refuses deletes: %v [%s], hint %q", err, errcode.Of(err), hint)
+	}
+	m.Store = real
+	if _, err := m.Delete(ctx, "work", true); err != nil {
+		t.Fatalf("Delete again: %v", err)
+	}
+	if left := storeKeys(t, real, "work/"); len(left) != 0 {
+		t.Fatalf("the store still holds %v", left)
+	}
+}
+
 // noLeftovers fails when anything of a profile that does not exist is left
 // in the profile root (a .NAME.lock, a restore temp dir, a trash dir).
 func noLeftovers(t *testing.T, m *Manager, name string) {
