@@ -607,10 +607,7 @@ func (s *s3Store) Sweep(ctx context.Context, prefix string) error {
 		return err
 	}
 	core := minio.Core{Client: s.meta}
-	for _, u := range stale {
-		if cannot != nil {
-			break
-		}
+	for _, u := range stale { // empty when the listing was refused
 		err := s.opts.Retry.do(ctx, s.opts.Log, what, s.opts.CallTimeout, func(ctx context.Context) error {
 			if err := core.AbortMultipartUpload(ctx, s.bucket, u.key, u.id); err != nil {
 				if sweepRefused(err) {
