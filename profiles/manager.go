@@ -670,7 +670,9 @@ type PruneResult struct {
 // never deletes the newest snapshot whose archive is in the store, and never
 // looks at other stores. It lists the store first, so that a row whose
 // archive is gone never counts as a kept snapshot, and an unreachable store
-// fails the prune before anything is deleted.
+// fails the prune before anything is deleted. Last, when the store is a
+// storage.Sweeper, it removes what snapshots of the profile killed midway
+// left there (temporary files, multipart uploads older than an hour).
 func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWithin time.Duration) (*PruneResult, error) {
 	if err := ValidateName(name); err != nil {
 		return nil, err
@@ -724,6 +726,14 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 			return res, err
 		}
 		*list = append(*list, s.ID)
+	}
+	// Snapshots killed midway leave partial uploads that no List shows
+	// and no row names; a prune (often a cron job) is where they go.
+	if sw, ok := m.Store.(storage.Sweeper); ok {
+		if err := sw.Sweep(ctx, name+"/"); err != nil {
+			return res, errcode.Hinted(err, errcode.Of(err), storeHint(err, fmt.Sprintf("then run `director profile prune %s` again to finish", name)),
+				"removing partial uploads of %s from %s", name, m.Store)
+		}
 	}
 	return res, nil
 }

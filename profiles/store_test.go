@@ -5,7 +5,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -360,6 +362,70 @@ func TestDeleteWithSnapshotsStoppedByTheStore(t *testing.T) {
 	}
 	if left := storeKeys(t, real, "work/"); len(left) != 0 {
 		t.Fatalf("the store still holds %v", left)
+	}
+}
+
+// refusingSweeps is a store whose Sweep fails as a store that went down
+// between calls does.
+type refusingSweeps struct{ storage.Store }
+
+func (refusingSweeps) Sweep(ctx context.Context, prefix string) error {
+	return errcode.New(errcode.StorageUnavailable, "sweep %q: connection refused", prefix).
+		WithHint("check that the server is up")
+}
+
+// A prune removes what a snapshot killed midway left in the store (a cron
+// job that prunes keeps the store clean), and a sweep the store stops says
+// what was pruned already and how to finish.
+func TestPruneSweepsWhatKilledSnapshotsLeft(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("work"), "v")
+	var ids []string
+	for range 2 {
+		res, err := m.Snapshot(ctx, "work", SnapshotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.ID)
+	}
+	dir := filepath.Join(strings.TrimPrefix(m.Store.String(), "file://"), "work")
+	partial := filepath.Join(dir, ".director-put-0123456789abcdef.tmp")
+	if err := os.WriteFile(partial, []byte("half an archive, with cookies"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	real := m.Store
+	m.Store = refusingSweeps{real}
+	res, err := m.Prune(ctx, "work", 1, 0)
+	hint := errcode.HintOf(err)
+	if errcode.Of(err) != errcode.StorageUnavailable || !strings.Contains(hint, "check that the server is up") ||
+		!strings.Contains(hint, "run `director profile prune work` again to finish") {
+		t.Fatalf("Prune through a store that stops the sweep: %v [%s], hint %q", err, errcode.Of(err), hint)
+	}
+	if res == nil || len(res.Deleted) != 1 || res.Deleted[0] != ids[0] {
+		t.Fatalf("Prune through a store that stops the sweep reports %+v, want %s deleted", res, ids[0])
+	}
+
+	m.Store = real
+	res, err = m.Prune(ctx, "work", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Kept) != 1 || res.Kept[0] != ids[1] || len(res.Deleted) != 0 {
+		t.Fatalf("second prune: %+v", res)
+	}
+	if _, err := os.Stat(partial); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the killed snapshot's partial upload is still in the store (%v)", err)
+	}
+	if left := storeKeys(t, real, "work/"); len(left) != 2 {
+		t.Fatalf("the store holds %v, want the newest archive and its manifest", left)
+	}
+	if _, err := m.Verify(ctx, "work", "latest"); err != nil {
+		t.Fatalf("verify the kept snapshot: %v", err)
 	}
 }
 

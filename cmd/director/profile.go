@@ -338,6 +338,10 @@ func profileCommands() []*cli.Command {
 		},
 		{
 			Name: "prune", Usage: "delete old snapshots of a profile (never the newest)", ArgsUsage: "NAME",
+			Description: "Deletes the profile's snapshots in the store beyond the newest --keep-last N, except those\n" +
+				"younger than --keep-within, and drops catalog rows whose archive has left the store. Then it removes\n" +
+				"what snapshots killed midway left in the store (partial files; S3 uploads more than an hour old).\n" +
+				"Safe to run from cron beside the refresh workflow.",
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "keep-last", Usage: "keep the newest `N` snapshots (at least 1)", Required: true},
 				&cli.DurationFlag{Name: "keep-within", Usage: "also keep snapshots younger than `DURATION` (e.g. 168h)"},
