@@ -90,13 +90,31 @@ func Parse(file string, data []byte, o LoadOptions) (*Workflow, error) {
 			"invalid workflow")
 	}
 	w.File = file
+	w.secrets = d.secrets
 	return w, nil
+}
+
+// minSecretLen is the length from which a value taken from the environment
+// is redacted from messages: shorter ones (a port, "on") would garble every
+// message they happen to occur in, and hide nothing.
+const minSecretLen = 4
+
+// secret notes that ${env.name} gave v.
+func (d *decoder) secret(name, v string) {
+	if len(v) < minSecretLen {
+		return
+	}
+	if d.secrets == nil {
+		d.secrets = map[string]string{}
+	}
+	d.secrets[v] = "${env." + name + "}"
 }
 
 type decoder struct {
 	file     string
 	opts     LoadOptions
 	vars     map[string]string
+	secrets  map[string]string // see Workflow.Redact
 	problems []Problem
 }
 
@@ -999,6 +1017,7 @@ func (d *decoder) expand(s, field string, line int, allowVars bool) (string, boo
 				ok = false
 				continue
 			}
+			d.secret(name, v)
 			b.WriteString(v)
 		default:
 			d.add(line, field, "bad reference ${%s}: write ${vars.NAME} or ${env.NAME}", ref)

@@ -202,9 +202,26 @@ func (r *Runner) Run(ctx context.Context, w *Workflow) (*Result, error) {
 	res.Durations.TotalMS = ms(time.Since(start))
 	res.Status = StatusFor(err)
 	if err != nil {
+		err = redactErr(w, err)
 		res.Error = &ErrorInfo{Code: errcode.Of(err), Message: err.Error(), Hint: errcode.HintOf(err)}
 	}
+	if res.FailedStep != nil {
+		res.FailedStep.Message = w.Redact(res.FailedStep.Message)
+	}
 	return res, err
+}
+
+// redactErr returns err with the values w took from the environment
+// replaced by their references in its message and hint (Workflow.Redact).
+// The code stays; the chain of causes goes, since each of them would print
+// the values again.
+func redactErr(w *Workflow, err error) error {
+	msg, hint := err.Error(), errcode.HintOf(err)
+	rmsg, rhint := w.Redact(msg), w.Redact(hint)
+	if rmsg == msg && rhint == hint {
+		return err
+	}
+	return &errcode.Error{Code: errcode.Of(err), Msg: rmsg, Hint: rhint}
 }
 
 func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) {

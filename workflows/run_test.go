@@ -1,7 +1,10 @@
 package workflows
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -650,5 +653,95 @@ func TestFailedRunAuditsItsCode(t *testing.T) {
 		if len(ends) != 1 || ends[0] != want {
 			t.Fatalf("session_end result codes %q, want [%q]: %+v", ends, want, evs)
 		}
+	}
+}
+
+// TestErrorsNeverQuoteEnvValues: a value a workflow takes from the
+// environment (a token, a password) is shown as ${env.NAME} wherever an
+// error would quote it: a JavaScript exception that echoes the expression,
+// an assert that names its pattern, directly or through vars. Nothing of a
+// run's output, logs or audit trail holds the value.
+func TestErrorsNeverQuoteEnvValues(t *testing.T) {
+	e := newEnv(t)
+	const token = "tok3f9aQ7zX"
+	var logs bytes.Buffer
+	e.runner.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cases := []struct {
+		name, step string
+		code       errcode.Code
+	}{
+		{"exception quotes a string", `evaluate: {expression: "JSON.parse('${env.TOKEN}')", as: x}`, errcode.InvalidAction},
+		{"exception quotes a name", `evaluate: "undefinedVar_${env.TOKEN}"`, errcode.InvalidAction},
+		{"through vars", `evaluate: "JSON.parse('${vars.t}')"`, errcode.InvalidAction},
+		{"assert names its pattern", "assert: {url: \"*${env.TOKEN}*\"}\n    timeout: 300ms", errcode.Timeout},
+		{"thrown by the page", "evaluate: \"(() => { throw new Error('bad token ' + '${env.TOKEN}') })()\"", errcode.InvalidAction},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := "name: secrets\nprofile: null\nvars:\n  t: ${env.TOKEN}\nsteps:\n  - navigate: " + e.site.URL + "/\n  - " + c.step + "\n"
+			w, err := Parse("secrets.yaml", []byte(src), LoadOptions{LookupEnv: func(k string) (string, bool) {
+				return token, k == "TOKEN"
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.run(t, w)
+			if errcode.Of(err) != c.code {
+				t.Fatalf("got %v [%s], want %s", err, errcode.Of(err), c.code)
+			}
+			if !strings.Contains(err.Error(), "${env.TOKEN}") || !strings.Contains(err.Error(), "secrets.yaml:") {
+				t.Errorf("the error does not show the reference where the value was: %v", err)
+			}
+			out, _ := json.Marshal(res)
+			for what, s := range map[string]string{"error": err.Error(), "hint": errcode.HintOf(err), "--json result": string(out), "logs": logs.String()} {
+				if strings.Contains(s, token) {
+					t.Errorf("%s holds the value of TOKEN: %s", what, s)
+				}
+			}
+			if res.FailedStep == nil || !strings.Contains(res.FailedStep.Message, "${env.TOKEN}") {
+				t.Errorf("failed step: %+v", res.FailedStep)
+			}
+		})
+	}
+	events, err := e.cat.ListEvents(context.Background(), catalog.EventFilter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) == 0 {
+		t.Fatal("no audit events recorded")
+	}
+	for _, ev := range events {
+		if b, _ := json.Marshal(ev); bytes.Contains(b, []byte(token)) {
+			t.Errorf("audit event holds the value of TOKEN: %s", b)
+		}
+	}
+}
+
+// Redact replaces the longest value first, leaves short values alone and
+// leaves a workflow without env values untouched.
+func TestRedact(t *testing.T) {
+	env := map[string]string{"A": "abcd", "B": "abcdefgh", "SHORT": "ab"}
+	w, err := Parse("r.yaml", []byte("name: r\nprofile: null\nvars:\n  a: ${env.A}\n  b: ${env.B}\n  s: ${env.SHORT}\nsteps:\n  - navigate: http://127.0.0.1/\n"),
+		LoadOptions{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ in, want string }{
+		{"x abcdefgh y", "x ${env.B} y"},
+		{"abcd and abcdefgh", "${env.A} and ${env.B}"},
+		{"ab stays", "ab stays"},
+		{"nothing", "nothing"},
+	}
+	for _, c := range cases {
+		if got := w.Redact(c.in); got != c.want {
+			t.Errorf("Redact(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	plain, err := Parse("p.yaml", []byte("name: p\nprofile: null\nsteps:\n  - navigate: http://127.0.0.1/\n"), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := plain.Redact("abcdefgh"); got != "abcdefgh" {
+		t.Errorf("a workflow without env values redacted %q", got)
 	}
 }

@@ -1,6 +1,11 @@
 package workflows
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+)
 
 // Defaults applied by Load when a workflow leaves a field out.
 const (
@@ -43,6 +48,30 @@ type Workflow struct {
 	LoginCheck *LoginCheck
 	Vars       map[string]string
 	Steps      []Step
+
+	secrets map[string]string // values of ${env.X} → "${env.X}"; see Redact
+}
+
+// Redact replaces in msg every value the workflow took from the environment
+// (${env.X}, directly or through vars; values of at least four bytes) with
+// its reference, "${env.X}". Tokens and passwords belong in the environment,
+// and a page, Chrome or an exception may quote them back in an error.
+func (w *Workflow) Redact(msg string) string {
+	if len(w.secrets) == 0 {
+		return msg
+	}
+	vals := make([]string, 0, len(w.secrets))
+	for v := range w.secrets {
+		if strings.Contains(msg, v) {
+			vals = append(vals, v)
+		}
+	}
+	// Longest first, so a value that contains another goes whole.
+	slices.SortFunc(vals, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	for _, v := range vals {
+		msg = strings.ReplaceAll(msg, v, w.secrets[v])
+	}
+	return msg
 }
 
 // BrowserConfig is the workflow's browser block.
