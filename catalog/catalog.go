@@ -19,6 +19,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"director/errcode"
+	"director/internal/shellquote"
 )
 
 // busyTimeout is how long a statement waits for another process's write
@@ -60,7 +61,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if st.Mode().Perm()&0o077 != 0 {
 		// The catalog names profiles, hosts and visited domains: keep it private.
 		if err := os.Chmod(abs, 0o600); err != nil {
-			return nil, errcode.Hinted(err, errcode.Internal, "run: chmod 600 "+abs, "catalog %s is readable by others and cannot be made private", abs)
+			return nil, errcode.Hinted(err, errcode.Internal, "run: chmod 600 "+shellquote.Quote(abs), "catalog %s is readable by others and cannot be made private", abs)
 		}
 	}
 

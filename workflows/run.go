@@ -12,6 +12,7 @@ import (
 
 	"director/catalog"
 	"director/errcode"
+	"director/internal/shellquote"
 	"director/profiles"
 	"director/session"
 )
@@ -478,7 +479,7 @@ func (r *Runner) humanRequired(w *Workflow, err error) error {
 	}
 	cmd := "director profile open " + w.Profile
 	if w.LoginCheck != nil {
-		cmd += " --url " + w.LoginCheck.URL
+		cmd += " --url " + shellquote.Quote(w.LoginCheck.URL)
 	}
 	cmd += " --snapshot"
 	return errcode.Hinted(err, errcode.HumanRequired,

@@ -1,0 +1,18 @@
+package shellquote
+
+import "strings"
+
+// Quote returns s as one word of a POSIX shell command (sh, bash, zsh): s
+// itself when it holds only characters no shell treats specially, else s in
+// single quotes, with each ' written as '\''.
+func Quote(s string) string {
+	if s != "" && strings.Trim(s, safe) == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// safe are the characters that mean nothing to sh, bash or zsh anywhere in
+// a word. zsh globs ? and [ and expands a leading ~ or =, so they are out;
+// so is every character above ASCII, which a locale may treat otherwise.
+const safe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+:,./_-"
