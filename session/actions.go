@@ -194,6 +194,9 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 		err = s.closedUnder(t, a, err)
 	}
 	err = stepMistake(a, err)
+	if err != nil && t != nil && a.Type != ActLoginCheck {
+		err = s.explainFailure(ctx, t, err)
+	}
 	if t != nil {
 		res.URL = s.urlOf(t)
 	}
@@ -358,32 +361,65 @@ func (s *Session) navigate(actx context.Context, t *tab, u string) error {
 }
 
 // afterPageChange looks for a CAPTCHA after actions that can change the
-// page, and after failures that one may explain. A CAPTCHA pauses the
-// session with human_required.
+// page and succeeded (explainFailure looks after failures). A CAPTCHA
+// pauses the session with human_required.
 func (s *Session) afterPageChange(ctx context.Context, t *tab, err error) error {
-	if err != nil {
-		switch errcode.Of(err) {
-		case errcode.ElementNotFound, errcode.Timeout, errcode.ElementStale:
-		default:
-			return err
-		}
+	if err != nil || s.Err() != nil {
+		return err
+	}
+	if s.needsHuman(ctx, t) == "captcha" {
+		return s.captcha(t)
+	}
+	return nil
+}
+
+// explainFailure looks at the page after an action failed for want of an
+// element or in time: a CAPTCHA, or the site's login wall
+// (Options.LoginWallSelector), explains the failure better than the
+// missing element does. Either pauses the session with human_required,
+// which carries err as its cause.
+func (s *Session) explainFailure(ctx context.Context, t *tab, err error) error {
+	switch errcode.Of(err) {
+	case errcode.ElementNotFound, errcode.Timeout, errcode.ElementStale:
+	default:
+		return err
 	}
 	if s.Err() != nil {
 		return err
 	}
-	if s.hasCaptcha(ctx, t) {
+	switch s.needsHuman(ctx, t) {
+	case "captcha":
+		return s.captcha(t)
+	case "wall":
 		s.pause()
-		return errcode.New(errcode.HumanRequired, "a CAPTCHA on %s needs a human", Host(s.urlOf(t))).
-			WithHint("solve it in a headed browser on this profile, then run again")
+		return errcode.Hinted(err, errcode.HumanRequired, "log in again in a headed browser on this profile",
+			"%s shows the login wall (%s), so the profile is logged out; what the step itself saw", Host(s.urlOf(t)), s.o.LoginWallSelector)
 	}
 	return err
 }
 
-func (s *Session) hasCaptcha(ctx context.Context, t *tab) bool {
+func (s *Session) captcha(t *tab) error {
+	s.pause()
+	return errcode.New(errcode.HumanRequired, "a CAPTCHA on %s needs a human", Host(s.urlOf(t))).
+		WithHint("solve it in a headed browser on this profile, then run again")
+}
+
+// needsHuman says what on t's page needs a human: "captcha", "wall" (the
+// login wall) or "" (nothing, or the page did not answer).
+func (s *Session) needsHuman(ctx context.Context, t *tab) string {
 	cctx, cancel := s.actionCtx(ctx, t, 3*time.Second)
 	defer cancel()
-	found, err := chromedp.Run(cctx, chromedp.Evaluate[bool](`!!document.querySelector(`+js(captchaSelector)+`)`))
-	return err == nil && found
+	expr := `(() => {
+		if (document.querySelector(` + js(captchaSelector) + `)) return "captcha";
+		const wall = ` + js(s.o.LoginWallSelector) + `;
+		try { if (wall && document.querySelector(wall)) return "wall"; } catch (e) {}
+		return "";
+	})()`
+	found, err := chromedp.Run(cctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		return ""
+	}
+	return found
 }
 
 // element runs an action on the element sel and says element_not_found

@@ -39,6 +39,11 @@ type Options struct {
 	ActionTimeout time.Duration // 0 = DefaultActionTimeout
 	Audit         AuditSink     // nil = no audit trail
 	Log           *slog.Logger  // nil = discard
+	// LoginWallSelector matches the site's login form or sign-in page
+	// (a workflow's login_check.login_wall_selector). An action that fails
+	// for want of an element or in time on a page that shows it is
+	// human_required: the login has expired. "" = no such check.
+	LoginWallSelector string
 }
 
 // Session is one live browser bound to a profile. Its methods are safe for

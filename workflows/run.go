@@ -329,12 +329,13 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 		Launch: func(ctx context.Context) (session.Browser, error) {
 			return r.Launch(ctx, lo)
 		},
-		Policy:        policy,
-		IdleTimeout:   w.Session.IdleTimeout,
-		MaxDuration:   w.Session.MaxDuration,
-		ActionTimeout: w.Browser.Timeout,
-		Audit:         r.sink(),
-		Log:           r.log(),
+		Policy:            policy,
+		IdleTimeout:       w.Session.IdleTimeout,
+		MaxDuration:       w.Session.MaxDuration,
+		ActionTimeout:     w.Browser.Timeout,
+		Audit:             r.sink(),
+		Log:               r.log(),
+		LoginWallSelector: wallSelector(w),
 	})
 	if err != nil {
 		return err
@@ -571,6 +572,14 @@ func (r *Runner) steps(ctx context.Context, w *Workflow, s *session.Session, loc
 		res.Steps = append(res.Steps, sr)
 	}
 	return nil
+}
+
+// wallSelector is the workflow's login wall selector, "" when it has none.
+func wallSelector(w *Workflow) string {
+	if w.LoginCheck == nil {
+		return ""
+	}
+	return w.LoginCheck.LoginWallSelector
 }
 
 // loginCheckAction is the workflow's login check as a session action on tab

@@ -747,3 +747,50 @@ func TestRedact(t *testing.T) {
 		t.Errorf("a workflow without env values redacted %q", got)
 	}
 }
+
+// TestLoginWallInAStep: a step that fails on a page showing the login wall
+// ends the run human_required (exit 3, the log-in-again hint, no snapshot):
+// the login expired, the selector is fine. Without the wall on the page, or
+// without a login check naming it, the step's own error stands.
+func TestLoginWallInAStep(t *testing.T) {
+	e := newEnv(t)
+	cases := []struct {
+		name, check, page string
+		code              errcode.Code
+	}{
+		{"wall shown", loginCheckYAML, "SITE/account", errcode.HumanRequired},
+		{"wall not shown", loginCheckYAML, "SITE/widgets", errcode.ElementNotFound},
+		{"no login check", "", "SITE/account", errcode.ElementNotFound},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := e.wf(t, "name: wall\nprofile: walled\nsnapshot: on_success\n"+c.check+"steps:\n  - navigate: "+c.page+
+				"\n  - extract: {selector: \"#whoami\", as: who}\n    timeout: 600ms\n")
+			res, err := e.run(t, w)
+			if errcode.Of(err) != c.code {
+				t.Fatalf("got %v [%s], want %s", err, errcode.Of(err), c.code)
+			}
+			if res.FailedStep == nil || res.FailedStep.Index != 1 {
+				t.Fatalf("failed step: %+v", res.FailedStep)
+			}
+			if res.SnapshotID != "" {
+				t.Fatalf("a failed run took snapshot %s", res.SnapshotID)
+			}
+			if c.code != errcode.HumanRequired {
+				return
+			}
+			if errcode.ExitStatus(err) != 3 || res.Status != StatusHumanRequired {
+				t.Errorf("exit %d, status %s", errcode.ExitStatus(err), res.Status)
+			}
+			msg, hint := err.Error(), errcode.HintOf(err)
+			for _, want := range []string{"shows the login wall (form#login)", "#whoami", w.File + ":"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("message %q lacks %q", msg, want)
+				}
+			}
+			if !strings.Contains(hint, "director profile open walled --url "+e.site.URL+"/account --snapshot") {
+				t.Errorf("hint %q", hint)
+			}
+		})
+	}
+}
