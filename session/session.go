@@ -174,8 +174,7 @@ func (s *Session) Start(ctx context.Context) error {
 		if errcode.Of(err) == errcode.Internal {
 			err = errcode.Hinted(err, errcode.BrowserLaunchFailed, "check the Chrome path (--chrome or CHROME_PATH) and that the profile is not open elsewhere", "cannot start the browser")
 		}
-		s.finish(ctx, EndFailed, err)
-		return err
+		return s.startFailed(ctx, err, s.finish)
 	}
 	now := time.Now()
 	s.mu.Lock()
@@ -185,16 +184,13 @@ func (s *Session) Start(ctx context.Context) error {
 	s.mu.Unlock()
 	first := &tab{ctx: b.Context()}
 	if err := s.attach(first); err != nil {
-		s.end(ctx, EndFailed, err)
-		return err
+		return s.startFailed(ctx, err, s.end)
 	}
 	if err := s.guard(b); err != nil {
-		s.end(ctx, EndFailed, err)
-		return err
+		return s.startFailed(ctx, err, s.end)
 	}
 	if err := s.follow(b); err != nil {
-		s.end(ctx, EndFailed, err)
-		return err
+		return s.startFailed(ctx, err, s.end)
 	}
 	s.watch(b)
 	s.mu.Lock()
@@ -484,6 +480,20 @@ func (s *Session) CloseFor(ctx context.Context, reason EndReason, err error) err
 }
 
 // end is the one path every ending takes.
+// startFailed ends a session whose Start failed with err, through end or
+// finish (before a browser runs), and returns the error to report. A start
+// the caller cancelled (Ctrl-C while Chrome starts) is interrupted and
+// user_stopped: what the launch says about the Chrome it had to kill is no
+// launch failure.
+func (s *Session) startFailed(ctx context.Context, err error, end func(context.Context, EndReason, error)) error {
+	reason := EndFailed
+	if errors.Is(ctx.Err(), context.Canceled) {
+		err, reason = interrupted(ctx), EndUserStopped
+	}
+	end(ctx, reason, err)
+	return err
+}
+
 func (s *Session) end(ctx context.Context, reason EndReason, cause error) {
 	s.mu.Lock()
 	if s.ending || s.state == StateClosed {

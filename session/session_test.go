@@ -685,3 +685,32 @@ func TestInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// TestInterruptedStart: Ctrl-C while Chrome starts ends the session
+// user_stopped with interrupted, not browser_launch_failed, and the audit
+// trail says so.
+func TestInterruptedStart(t *testing.T) {
+	rec := &recorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	launch := launcherWithRules(t, nil)
+	s, err := New(Options{Audit: rec, Launch: func(lctx context.Context) (Browser, error) {
+		cancel() // the signal arrives as Chrome starts
+		return launch(lctx)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Start(ctx)
+	wantCode(t, err, errcode.Interrupted)
+	if info := s.Info(); info.State != StateClosed || info.EndReason != EndUserStopped {
+		t.Fatalf("session %+v, want closed user_stopped", info)
+	}
+	end, ok := rec.last(EventSessionEnd)
+	if !ok || end.Reason != EndUserStopped || end.Code != errcode.Interrupted {
+		t.Fatalf("session_end event %+v (found %v)", end, ok)
+	}
+	if strings.Contains(err.Error(), "chrome") || strings.Contains(errcode.HintOf(err), "CHROME_PATH") {
+		t.Errorf("the error blames the launch: %v (hint %q)", err, errcode.HintOf(err))
+	}
+}
