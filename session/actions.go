@@ -121,19 +121,30 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 		err = s.afterPageChange(ctx, t, err)
 	case ActSelect:
 		err = s.element(actx, ctx, t, a.Selector, chromedp.Func(func(c context.Context, tg *chromedp.Target) error {
-			found, err := chromedp.Evaluate[bool](`(() => { const e = document.querySelector(`+js(a.Selector)+`);
-				if (!e || !e.options || ![...e.options].some(o => o.value === `+js(a.Value)+`)) return false;
+			got, err := chromedp.Evaluate[string](`(() => { const e = document.querySelector(`+js(a.Selector)+`);
+				if (!e) return "gone";
+				if (!(e instanceof HTMLSelectElement)) return e.tagName.toLowerCase();
+				if (![...e.options].some(o => o.value === `+js(a.Value)+`)) return "no option";
 				e.value = `+js(a.Value)+`;
 				e.dispatchEvent(new Event('input', {bubbles: true}));
 				e.dispatchEvent(new Event('change', {bubbles: true}));
-				return true; })()`)(c, tg)
-			if err != nil {
+				return "ok"; })()`)(c, tg)
+			switch {
+			case err != nil:
 				return err
-			}
-			if !found {
+			case got == "ok":
+				return nil
+			case got == "gone":
+				return errcode.Wrap(errDetached, errcode.ElementStale, "%s left the page before its option was chosen", a.Selector)
+			case got == "no option":
 				return errcode.New(errcode.ElementNotFound, "%s has no option with value %q", a.Selector, a.Value).WithHint("check the option values of the select element")
 			}
-			return nil
+			article := "a"
+			if strings.ContainsRune("aeiou", rune(got[0])) {
+				article = "an"
+			}
+			return errcode.New(errcode.InvalidAction, "%s is %s <%s>, not a <select>", a.Selector, article, got).
+				WithHint("select chooses an option of a <select> element; for a text field use type, for a custom dropdown click it and then click the option")
 		}), chromedp.WaitReady(chromedp.CSS(a.Selector)))
 	case ActWaitFor:
 		err = s.waitFor(actx, t, a)
@@ -227,6 +238,10 @@ func stepMistake(a Action, err error) error {
 		return errcode.Hinted(err, errcode.InvalidAction,
 			"fix the selector of the "+string(a.Type)+" step: it must be valid CSS (an id or class with special characters needs escaping, e.g. #a\\:b)",
 			"%s is not a valid CSS selector", what)
+	case (a.Type == ActType || a.Type == ActPress) && strings.Contains(msg, "Element is not focusable"):
+		return errcode.Hinted(err, errcode.InvalidAction,
+			"point the step at the field itself: an input, a textarea, a select or an element with contenteditable or tabindex",
+			"%s cannot take keys: the element it matches is not focusable", strconv.Quote(a.Selector))
 	case a.Type == ActEvaluate && (strings.Contains(msg, "Object reference chain is too long") || strings.Contains(msg, "Object couldn't be returned by value")):
 		return errcode.Hinted(err, errcode.InvalidAction,
 			"make the expression return plain data (strings, numbers, arrays and objects without cycles), e.g. pick the fields you need instead of returning window, a DOM node or an object that refers to itself",
