@@ -413,7 +413,7 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 
 	// Snapshot per policy; never after a logged-out or blocked run, so a
 	// bad refresh never replaces the latest good snapshot.
-	res.SnapshotSkipped = snapshotSkip(w, err, loginOK)
+	res.SnapshotSkipped = snapshotSkip(w, err, loginOK, res.LoginCheck)
 	if res.SnapshotSkipped == "" && ctx.Err() == nil {
 		t0 := time.Now()
 		r.progress(ProgressEvent{Stage: "snapshot"})
@@ -439,16 +439,21 @@ func snapshotNote(w *Workflow, runID string) string {
 }
 
 // snapshotSkip says why no snapshot is taken after a run, "" to take one.
-func snapshotSkip(w *Workflow, err error, loginOK bool) string {
+// check is the result's login_check: passed, failed, not_run or none.
+func snapshotSkip(w *Workflow, err error, loginOK bool, check string) string {
 	switch {
 	case w.Incognito:
 		return "incognito run"
 	case w.Snapshot == SnapshotNever:
 		return "snapshot: never"
+	case errcode.Of(err) == errcode.HumanRequired && check == "failed":
+		return "human required: the login check found the profile logged out"
 	case errcode.Of(err) == errcode.HumanRequired:
-		return "human required: the profile is not logged in"
+		return "human required: a step met a login wall or a CAPTCHA"
 	case errcode.Of(err) == errcode.DomainBlocked:
 		return "run stopped at a blocked domain"
+	case !loginOK && check == "not_run" && err != nil:
+		return "a step failed, so the login check did not run"
 	case !loginOK:
 		return "login check did not pass"
 	case err != nil && w.Snapshot == SnapshotOnSuccess:

@@ -794,3 +794,33 @@ func TestLoginWallInAStep(t *testing.T) {
 		})
 	}
 }
+
+// snapshotSkip names the real reason no snapshot was taken.
+func TestSnapshotSkip(t *testing.T) {
+	wf := &Workflow{Name: "w", Profile: "p", Snapshot: SnapshotOnSuccess, LoginCheck: &LoginCheck{URL: "http://127.0.0.1/"}}
+	human := errcode.New(errcode.HumanRequired, "wall")
+	notFound := errcode.New(errcode.ElementNotFound, "gone")
+	cases := []struct {
+		name    string
+		w       *Workflow
+		err     error
+		loginOK bool
+		check   string
+		want    string
+	}{
+		{"ok", wf, nil, true, "passed", ""},
+		{"login check logged out", wf, human, false, "failed", "human required: the login check found the profile logged out"},
+		{"a step met the wall", wf, human, false, "not_run", "human required: a step met a login wall or a CAPTCHA"},
+		{"a step failed", wf, notFound, false, "not_run", "a step failed, so the login check did not run"},
+		{"check failed otherwise", wf, errcode.New(errcode.Internal, "500"), false, "failed", "login check did not pass"},
+		{"blocked", wf, errcode.New(errcode.DomainBlocked, "x"), false, "not_run", "run stopped at a blocked domain"},
+		{"never", &Workflow{Snapshot: SnapshotNever}, nil, true, "none", "snapshot: never"},
+		{"incognito", &Workflow{Incognito: true}, nil, true, "none", "incognito run"},
+		{"no login check, step failed", &Workflow{Snapshot: SnapshotOnSuccess}, notFound, true, "none", "run failed"},
+	}
+	for _, c := range cases {
+		if got := snapshotSkip(c.w, c.err, c.loginOK, c.check); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
