@@ -663,6 +663,54 @@ type PruneResult struct {
 	// they restore nothing, so Prune removed them (and their manifests)
 	// without counting them among the kept.
 	Missing []string `json:"missing"`
+	// Strays lists the objects Prune removed that belong to no snapshot: an
+	// archive without its manifest (a snapshot killed between storing the
+	// two, or a prune or delete killed between deleting them) or a manifest
+	// without its archive, named by no catalog row and more than
+	// StrayGrace old.
+	Strays []string `json:"strays"`
+}
+
+// StrayGrace is how old an archive without its manifest (or the reverse)
+// must be before Prune removes it: a younger one may be a snapshot of
+// another machine between storing its archive and its manifest.
+const StrayGrace = time.Hour
+
+// strays returns the keys under profile/ in objs that belong to no
+// snapshot: an archive whose manifest is not in objs, or a manifest whose
+// archive is not, that no row names, last modified before cutoff. An object
+// whose store gives no time is never a stray.
+func strays(profile string, objs []storage.Object, rows []catalog.Snapshot, cutoff time.Time) []string {
+	present := make(map[string]bool, len(objs))
+	for _, o := range objs {
+		present[o.Key] = true
+	}
+	named := make(map[string]bool, 2*len(rows))
+	for _, r := range rows {
+		named[r.ObjectKey], named[r.ManifestKey] = true, true
+	}
+	var out []string
+	for _, o := range objs {
+		if named[o.Key] || o.Modified.IsZero() || !o.Modified.Before(cutoff) {
+			continue
+		}
+		id, ok := snapshotIDOfKey(profile, o.Key)
+		if !ok {
+			continue // not director's: left alone
+		}
+		archive, manifest := objectKeys(profile, id, strings.HasSuffix(o.Key, ".age"))
+		switch o.Key {
+		case archive:
+			if !present[manifest] {
+				out = append(out, o.Key)
+			}
+		case manifest:
+			if !present[archive] {
+				out = append(out, o.Key)
+			}
+		}
+	}
+	return out
 }
 
 // Prune deletes a profile's snapshots in the Manager's store beyond the
@@ -670,7 +718,8 @@ type PruneResult struct {
 // never deletes the newest snapshot whose archive is in the store, and never
 // looks at other stores. It lists the store first, so that a row whose
 // archive is gone never counts as a kept snapshot, and an unreachable store
-// fails the prune before anything is deleted. Last, when the store is a
+// fails the prune before anything is deleted. It then removes the strays
+// (see PruneResult.Strays) that kills left. Last, when the store is a
 // storage.Sweeper, it removes what snapshots of the profile killed midway
 // left there (temporary files, multipart uploads older than an hour).
 func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWithin time.Duration) (*PruneResult, error) {
@@ -709,7 +758,7 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 	for _, o := range objs {
 		present[o.Key] = true
 	}
-	res := &PruneResult{Profile: name, Kept: []string{}, Deleted: []string{}, Missing: []string{}}
+	res := &PruneResult{Profile: name, Kept: []string{}, Deleted: []string{}, Missing: []string{}, Strays: []string{}}
 	now := m.now()
 	kept := 0
 	for _, s := range snaps {
@@ -726,6 +775,13 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 			return res, err
 		}
 		*list = append(*list, s.ID)
+	}
+	for _, key := range strays(name, objs, snaps, now.Add(-StrayGrace)) {
+		if err := m.Store.Delete(ctx, key); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return res, errcode.Hinted(err, errcode.Of(err), storeHint(err, fmt.Sprintf("then run `director profile prune %s` again to finish", name)),
+				"deleting %s, which belongs to no snapshot, from %s", key, m.Store)
+		}
+		res.Strays = append(res.Strays, key)
 	}
 	// Snapshots killed midway leave partial uploads that no List shows
 	// and no row names; a prune (often a cron job) is where they go.

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	"filippo.io/age"
 
+	"director/catalog"
 	"director/errcode"
 	"director/storage"
 )
@@ -664,4 +666,101 @@ func replaceObject(ctx context.Context, m *Manager, key string, edit func([]byte
 func flipMiddleByte(b []byte) []byte {
 	b[len(b)/2] ^= 0x40
 	return b
+}
+
+// strays picks the objects that belong to no snapshot: an archive without
+// its manifest, or the reverse, old enough, named by no row, and director's.
+func TestStrays(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	old, young := now.Add(-2*time.Hour), now.Add(-time.Minute)
+	obj := func(key string, at time.Time) storage.Object { return storage.Object{Key: key, Size: 1, Modified: at} }
+	cases := []struct {
+		name string
+		objs []storage.Object
+		rows []catalog.Snapshot
+		want []string
+	}{
+		{"a whole snapshot", []storage.Object{obj("w/w-1.tar.zst", old), obj("w/w-1.manifest.json", old)}, nil, nil},
+		{"an archive alone", []storage.Object{obj("w/w-1.tar.zst", old)}, nil, []string{"w/w-1.tar.zst"}},
+		{"an encrypted archive alone", []storage.Object{obj("w/w-1.tar.zst.age", old), obj("w/w-1.manifest.json", old)},
+			nil, []string{"w/w-1.tar.zst.age", "w/w-1.manifest.json"}},
+		{"a manifest alone", []storage.Object{obj("w/w-1.manifest.json.age", old)}, nil, []string{"w/w-1.manifest.json.age"}},
+		{"too young", []storage.Object{obj("w/w-1.tar.zst", young)}, nil, nil},
+		{"no time", []storage.Object{obj("w/w-1.tar.zst", time.Time{})}, nil, nil},
+		{"named by a row", []storage.Object{obj("w/w-1.tar.zst", old)}, []catalog.Snapshot{{ID: "w-1", ObjectKey: "w/w-1.tar.zst", ManifestKey: "w/w-1.manifest.json"}}, nil},
+		{"not director's", []storage.Object{obj("w/notes.txt", old), obj("w/x-1.tar.zst", old), obj("w/w-1.tar.gz", old)}, nil, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := strays("w", c.objs, c.rows, now.Add(-StrayGrace))
+			if !slices.Equal(got, c.want) {
+				t.Errorf("strays = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// A snapshot killed between storing its archive and its manifest leaves an
+// archive that no row and no manifest names. catalog rebuild lists it,
+// prune removes it once it is an hour old (a younger one may be another
+// machine's snapshot under way), and the snapshots stay whole.
+func TestPruneRemovesStrays(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("work"), "v")
+	var snaps []*SnapshotResult
+	for range 2 {
+		res, err := m.Snapshot(ctx, "work", SnapshotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps = append(snaps, res)
+	}
+	// The newest snapshot was killed after its archive was stored: no
+	// manifest, no row.
+	killed := snaps[1]
+	if err := m.Store.Delete(ctx, killed.ManifestKey); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Catalog.DeleteSnapshot(ctx, catalog.StoreName(storage.ID(m.Store)), killed.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	rb, err := m.Rebuild(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rb.Strays, []string{killed.ObjectKey}) || len(rb.Added) != 0 {
+		t.Fatalf("rebuild: %+v, want the stray %s listed", rb, killed.ObjectKey)
+	}
+	res, err := m.Prune(ctx, "work", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Strays) != 0 || !sameKeys(storeKeys(t, m.Store, "work/"), snaps[0].ManifestKey, snaps[0].ObjectKey, killed.ObjectKey) {
+		t.Fatalf("a prune removed a stray younger than %s: %+v", StrayGrace, res)
+	}
+
+	m.Now = func() time.Time { return time.Now().Add(StrayGrace + time.Minute) }
+	res, err = m.Prune(ctx, "work", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Strays, []string{killed.ObjectKey}) || !slices.Equal(res.Kept, []string{snaps[0].ID}) {
+		t.Fatalf("prune: %+v, want %s removed and %s kept", res, killed.ObjectKey, snaps[0].ID)
+	}
+	if left := storeKeys(t, m.Store, "work/"); !sameKeys(left, snaps[0].ManifestKey, snaps[0].ObjectKey) {
+		t.Fatalf("the store holds %v", left)
+	}
+	if _, err := m.Verify(ctx, "work", "latest"); err != nil {
+		t.Fatalf("verify the kept snapshot: %v", err)
+	}
+}
+
+// sameKeys says whether got holds exactly want, in any order.
+func sameKeys(got []string, want ...string) bool {
+	return slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want)))
 }

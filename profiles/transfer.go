@@ -730,6 +730,11 @@ type RebuildResult struct {
 	Added   []string `json:"added"`
 	Removed []string `json:"removed"`
 	Skipped []string `json:"skipped"` // manifests that could not be read, with why
+	// Strays are archives without a manifest: no row can come from them.
+	// A snapshot killed between storing the two leaves one, and so does a
+	// prune or delete killed between deleting them; `profile prune` removes
+	// them once they are StrayGrace old.
+	Strays []string `json:"strays"`
 	// Undecryptable counts the skipped manifests that the identity given
 	// (or the lack of one) cannot decrypt; Rebuild then fails with
 	// decrypt_failed, after adding every row it could read.
@@ -759,10 +764,19 @@ func (m *Manager) Rebuild(ctx context.Context) (*RebuildResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &RebuildResult{Store: store, Added: []string{}, Removed: []string{}, Skipped: []string{}}
+	res := &RebuildResult{Store: store, Added: []string{}, Removed: []string{}, Skipped: []string{}, Strays: []string{}}
 	present := map[string]bool{}
 	for _, o := range objs {
 		present[o.Key] = true
+	}
+	for _, o := range objs {
+		profile, _, _ := strings.Cut(o.Key, "/")
+		if id, ok := snapshotIDOfKey(profile, o.Key); ok {
+			archive, manifest := objectKeys(profile, id, strings.HasSuffix(o.Key, ".age"))
+			if o.Key == archive && !present[manifest] {
+				res.Strays = append(res.Strays, o.Key)
+			}
+		}
 	}
 	inCatalog := map[string]bool{}
 	for _, s := range known {

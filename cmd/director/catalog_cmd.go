@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -39,6 +40,11 @@ func catalogCommands() []*cli.Command {
 						res.Store, res.Found, len(res.Added), len(res.Removed), len(res.Skipped))
 					for _, s := range res.Skipped {
 						fmt.Fprintf(w, "  skipped %s\n", s)
+					}
+					for _, key := range res.Strays {
+						profile, _, _ := strings.Cut(key, "/")
+						fmt.Fprintf(w, "  stray %s: an archive without its manifest (a snapshot or prune killed midway); `director profile prune %s` removes it once it is %s old\n",
+							key, profile, profiles.StrayGrace)
 					}
 				})
 				return nil

@@ -340,7 +340,8 @@ func profileCommands() []*cli.Command {
 			Name: "prune", Usage: "delete old snapshots of a profile (never the newest)", ArgsUsage: "NAME",
 			Description: "Deletes the profile's snapshots in the store beyond the newest --keep-last N, except those\n" +
 				"younger than --keep-within, and drops catalog rows whose archive has left the store. Then it removes\n" +
-				"what snapshots killed midway left in the store (partial files; S3 uploads more than an hour old).\n" +
+				"what commands killed midway left in the store: archives without a manifest (or the reverse) and S3\n" +
+				"uploads more than an hour old, and partial files.\n" +
 				"Safe to run from cron beside the refresh workflow.",
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "keep-last", Usage: "keep the newest `N` snapshots (at least 1)", Required: true},
@@ -368,6 +369,9 @@ func profileCommands() []*cli.Command {
 					}
 					for _, id := range res.Missing {
 						fmt.Fprintf(w, "  dropped %s from the catalog: its archive is no longer in the store\n", id)
+					}
+					for _, key := range res.Strays {
+						fmt.Fprintf(w, "  removed %s: it belonged to no snapshot (a snapshot or prune killed midway)\n", key)
 					}
 				})
 				return nil
