@@ -121,3 +121,69 @@ func (db *DB) ListRuns(ctx context.Context, profile string, limit int) ([]Run, e
 	q, args := byProfileNewestFirst(runCols, "runs", "started_at", profile, limit)
 	return queryAll(ctx, db, "cannot list runs", q, args, scanRun)
 }
+
+// Abandoned is what AbandonRuns found and closed.
+type Abandoned struct {
+	Runs     []string // run ids
+	Sessions []string // session ids
+}
+
+// AbandonRuns closes the runs of profile that are still running, and their
+// profile's sessions that are still active: a director process that was
+// killed (kill -9, a crash, a reboot) never finished them. Call it only
+// while holding the profile's lock, which every run holds from start to
+// end, so none of them can still be alive. The runs become RunFailed with
+// error code interrupted, the sessions ended with reason failed; each
+// session also gets a session_end audit event, so the audit trail shows
+// its end. ended_at is the time they were found. Incognito runs have no
+// lock to prove them dead and are left alone.
+func (db *DB) AbandonRuns(ctx context.Context, profile string) (Abandoned, error) {
+	var a Abandoned
+	if profile == "" {
+		return a, nil
+	}
+	fail := func(err error) (Abandoned, error) {
+		return Abandoned{}, queryErr(err, "cannot close the runs of profile "+profile+" that a killed director left open")
+	}
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer tx.Rollback()
+	at := fmtTime(now())
+	collect := func(q string, args ...any) ([]string, error) {
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return nil, err
+			}
+			ids = append(ids, id)
+		}
+		return ids, rows.Err()
+	}
+	if a.Runs, err = collect(`UPDATE runs SET status = ?, error_code = ?, ended_at = ? WHERE profile = ? AND status = ? RETURNING id`,
+		RunFailed, string(errcode.Interrupted), at, profile, RunRunning); err != nil {
+		return fail(err)
+	}
+	if a.Sessions, err = collect(`UPDATE sessions SET state = ?, end_reason = ?, ended_at = ? WHERE profile = ? AND state = ? RETURNING id`,
+		SessionEnded, "failed", at, profile, SessionActive); err != nil {
+		return fail(err)
+	}
+	for _, id := range a.Sessions {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_events (at, session_id, profile, kind, result_code, detail) VALUES (?, ?, ?, ?, ?, ?)`,
+			at, id, profile, EventSessionEnd, string(errcode.Interrupted),
+			"reason=failed: the director process running it stopped without ending it"); err != nil {
+			return fail(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fail(err)
+	}
+	return a, nil
+}

@@ -264,6 +264,16 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 		}
 		defer lock.Unlock()
 		userDataDir = r.Profiles.Dir(w.Profile)
+		if r.Catalog != nil {
+			// With the lock held, no other run of the profile is alive:
+			// any still open in the catalog belongs to a killed director.
+			ab, aerr := r.Catalog.AbandonRuns(ctx, w.Profile)
+			if aerr != nil {
+				r.log().Warn("cannot close the runs a killed director left open", "profile", w.Profile, "err", aerr)
+			} else if len(ab.Runs)+len(ab.Sessions) > 0 {
+				r.log().Info("closed the runs a killed director left open", "profile", w.Profile, "runs", ab.Runs, "sessions", ab.Sessions)
+			}
+		}
 	}
 
 	// Record the run.

@@ -824,3 +824,65 @@ func TestSnapshotSkip(t *testing.T) {
 		}
 	}
 }
+
+// TestRunClosesWhatAKilledRunLeftOpen: a director killed mid-run leaves
+// its run "running" and its session "active" in the catalog. The next run
+// of that profile, holding the profile's lock, closes them (failed,
+// interrupted) and gives the session its session_end audit event. Runs of
+// other profiles and incognito runs, which it cannot prove dead, stay.
+func TestRunClosesWhatAKilledRunLeftOpen(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	open := func(profile string) (catalog.Run, catalog.Session) {
+		run, err := e.cat.StartRun(ctx, catalog.Run{Workflow: "killed", Profile: profile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := e.cat.StartSession(ctx, catalog.Session{Profile: profile, RunID: run.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run, s
+	}
+	killedRun, killedSession := open("web")
+	otherRun, otherSession := open("other")
+	incognitoRun, incognitoSession := open("")
+
+	res, err := e.run(t, e.wf(t, "name: next\nprofile: web\nsnapshot: never\nsteps:\n  - navigate: SITE/\n"))
+	mustOK(t, res, err)
+
+	run, err := e.cat.GetRun(ctx, killedRun.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != catalog.RunFailed || run.ErrorCode != string(errcode.Interrupted) || run.EndedAt.IsZero() {
+		t.Errorf("the killed run: %+v, want failed, interrupted, with an end time", run)
+	}
+	s, err := e.cat.GetSession(ctx, killedSession.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != catalog.SessionEnded || s.EndReason != "failed" {
+		t.Errorf("the killed session: %+v, want ended, failed", s)
+	}
+	events, err := e.cat.ListEvents(ctx, catalog.EventFilter{Session: killedSession.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || events[0].Kind != catalog.EventSessionEnd || events[0].ResultCode != string(errcode.Interrupted) {
+		t.Errorf("audit events of the killed session: %+v", events)
+	}
+	for _, id := range []string{otherRun.ID, incognitoRun.ID} {
+		if r, err := e.cat.GetRun(ctx, id); err != nil || r.Status != catalog.RunRunning {
+			t.Errorf("run %s of another profile or incognito: %+v, %v; want it left running", id, r, err)
+		}
+	}
+	for _, id := range []string{otherSession.ID, incognitoSession.ID} {
+		if s, err := e.cat.GetSession(ctx, id); err != nil || s.State != catalog.SessionActive {
+			t.Errorf("session %s of another profile or incognito: %+v, %v; want it left active", id, s, err)
+		}
+	}
+	if r, err := e.cat.GetRun(ctx, res.RunID); err != nil || r.Status != catalog.RunOK {
+		t.Errorf("the new run: %+v, %v", r, err)
+	}
+}
