@@ -273,7 +273,9 @@ func (d *decoder) integer(n ast.Node, field string, line, lo, hi int) (int, bool
 }
 
 // duration is a positive Go duration string such as 30s, 2m or 1h30m.
-func (d *decoder) duration(n ast.Node, field string, line int) (time.Duration, bool) {
+// duration reads a positive duration; interp replaces ${vars.X} and
+// ${env.X} in it first (a step's durations, like its other strings).
+func (d *decoder) duration(n ast.Node, field string, line int, interp bool) (time.Duration, bool) {
 	if _, isNum := n.(*ast.IntegerNode); isNum {
 		d.add(lineOf(n, line), field, "must be a duration with a unit, such as %ss", n.GetToken().Value)
 		return 0, false
@@ -281,6 +283,11 @@ func (d *decoder) duration(n ast.Node, field string, line int) (time.Duration, b
 	s, ok := d.scalar(n, field, line)
 	if !ok {
 		return 0, false
+	}
+	if interp {
+		if s, ok = d.interpolate(s, field, lineOf(n, line)); !ok {
+			return 0, false
+		}
 	}
 	v, err := time.ParseDuration(strings.TrimSpace(s))
 	if err != nil || v <= 0 {
@@ -481,7 +488,7 @@ func (d *decoder) browser(k kv, b *BrowserConfig) {
 				b.Headless = &v
 			}
 		case "timeout":
-			if v, ok := d.duration(e.val, f, e.line); ok {
+			if v, ok := d.duration(e.val, f, e.line, false); ok {
 				b.Timeout = v
 			}
 		case "viewport":
@@ -523,11 +530,11 @@ func (d *decoder) session(k kv, s *SessionConfig) {
 		f := "session." + e.key
 		switch e.key {
 		case "idle_timeout":
-			if v, ok := d.duration(e.val, f, e.line); ok {
+			if v, ok := d.duration(e.val, f, e.line, false); ok {
 				s.IdleTimeout = v
 			}
 		case "max_duration":
-			if v, ok := d.duration(e.val, f, e.line); ok {
+			if v, ok := d.duration(e.val, f, e.line, false); ok {
 				s.MaxDuration = v
 			}
 		case "blocklist", "allowlist":
@@ -696,7 +703,7 @@ func (d *decoder) step(n ast.Node, field string, line, index int, w *Workflow) (
 				st.Name = s
 			}
 		case "timeout":
-			if v, ok := d.duration(e.val, f, e.line); ok {
+			if v, ok := d.duration(e.val, f, e.line, true); ok {
 				st.Timeout = v
 			}
 		case "retries":
@@ -902,7 +909,7 @@ func (d *decoder) action(st *Step, a kv, field string, w *Workflow) {
 	case StepSleep:
 		if require("duration") {
 			e := fields["duration"]
-			if v, ok := d.duration(e.val, field+".duration", e.line); ok {
+			if v, ok := d.duration(e.val, field+".duration", e.line, true); ok {
 				st.Duration = v
 			}
 		}

@@ -215,6 +215,8 @@ func TestParseErrors(t *testing.T) {
 		{"assert unknown", head + "steps:\n  - assert: {title: x}\n", 4, "steps[0].assert.title", "unknown key"},
 		{"sleep number", head + "steps:\n  - sleep: 5\n", 4, "steps[0].sleep.duration", "duration with a unit"},
 		{"sleep bad", head + "steps:\n  - sleep: a while\n", 4, "steps[0].sleep.duration", "positive duration"},
+		{"sleep undefined var", head + "steps:\n  - sleep: ${vars.nope}\n", 4, "steps[0].sleep.duration", "${vars.nope} is not defined"},
+		{"sleep var not a duration", head + "vars: {pause: soon}\nsteps:\n  - sleep: ${vars.pause}\n", 5, "steps[0].sleep.duration", "positive duration"},
 		{"open_tab relative", head + "steps:\n  - open_tab: /x\n", 4, "steps[0].open_tab.url", "absolute http"},
 		{"switch_tab bad", head + "steps:\n  - switch_tab: second\n", 4, "steps[0].switch_tab.tab", "tab handle"},
 		{"switch_tab missing", head + "steps:\n  - switch_tab:\n", 4, "steps[0].switch_tab.tab", "required"},
@@ -269,5 +271,22 @@ func TestBadVarFlag(t *testing.T) {
 	_, err := Parse("wf.yaml", []byte("name: x\nprofile: p\nsteps:\n  - sleep: 1s\n"), LoadOptions{Vars: map[string]string{"a-b": "1"}})
 	if errcode.Of(err) != errcode.InvalidAction || !strings.Contains(err.Error(), "--var a-b") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A step's durations take ${vars.X} and ${env.X} like its other strings;
+// the session's do not.
+func TestParseDurationsFromVars(t *testing.T) {
+	src := "name: x\nprofile: p\nvars: {pause: 1500ms}\nsteps:\n  - sleep: ${vars.pause}\n  - sleep: {duration: '${env.PAUSE}'}\n  - click: '#a'\n    timeout: ${vars.pause}\n"
+	w, err := Parse("d.yaml", []byte(src), LoadOptions{LookupEnv: env(map[string]string{"PAUSE": "2s"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Steps[0].Duration != 1500*time.Millisecond || w.Steps[1].Duration != 2*time.Second || w.Steps[2].Timeout != 1500*time.Millisecond {
+		t.Fatalf("durations: %v, %v, timeout %v", w.Steps[0].Duration, w.Steps[1].Duration, w.Steps[2].Timeout)
+	}
+	_, err = Parse("s.yaml", []byte("name: x\nprofile: p\nvars: {t: 5m}\nsession:\n  idle_timeout: ${vars.t}\nsteps:\n  - sleep: 1s\n"), LoadOptions{LookupEnv: env(nil)})
+	if err == nil || !strings.Contains(err.Error(), "session.idle_timeout") {
+		t.Fatalf("a session duration took a var: %v", err)
 	}
 }
