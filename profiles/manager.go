@@ -455,6 +455,13 @@ func (m *Manager) Delete(ctx context.Context, name string, withSnapshots bool) (
 			return nil, err
 		}
 		if !exists && plan.empty() {
+			// A delete killed after its last object leaves the store's
+			// folder (and maybe partial uploads): take them anyway.
+			if sw, ok := m.Store.(storage.Sweeper); ok {
+				if err := sw.Sweep(ctx, name+"/"); err != nil {
+					m.log().Debug("cannot sweep the store folder of a profile without snapshots", "profile", name, "err", err)
+				}
+			}
 			return nil, errcode.New(errcode.ProfileNotFound, "profile %q does not exist and has no snapshots in %s", name, m.Store).
 				WithHint("check the name with `director profile list`; snapshots in another store need that --store (see `director profile snapshots %s --store URL`)", name)
 		}

@@ -764,3 +764,22 @@ func TestPruneRemovesStrays(t *testing.T) {
 func sameKeys(got []string, want ...string) bool {
 	return slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want)))
 }
+
+// A delete --with-snapshots killed after its last object leaves the store's
+// folder; run again, it reports that nothing is left (profile_not_found)
+// and takes the empty folder with it.
+func TestDeleteAgainAfterTheLastObject(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	dir := filepath.Join(strings.TrimPrefix(m.Store.String(), "file://"), "work")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := m.Delete(ctx, "work", true)
+	if errcode.Of(err) != errcode.ProfileNotFound {
+		t.Fatalf("Delete = %v, want profile_not_found", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the empty store folder is still there (%v)", err)
+	}
+}
