@@ -367,6 +367,7 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.sweepOrphanedLeftovers(ctx, entries)
 	for _, e := range entries {
 		if !e.IsDir() || ValidateName(e.Name()) != nil {
 			continue
@@ -393,6 +394,31 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 		out = append(out, in)
 	}
 	return out, nil
+}
+
+// leftoverName matches what a killed restore or delete leaves in the root
+// (see sweep) and gives the profile's name.
+var leftoverName = regexp.MustCompile(`^\.(.+)\.(?:restore-[0-9]+|old-[0-9a-f]{12}|deleted-[a-z2-7]{6})$`)
+
+// sweepOrphanedLeftovers removes what a killed restore or delete left of a
+// profile that does not exist (a first restore of a new profile, killed),
+// which no command on the profile would otherwise ever lock and sweep.
+// A profile whose lock is held is skipped: its restore may be under way.
+func (m *Manager) sweepOrphanedLeftovers(ctx context.Context, entries []fs.DirEntry) {
+	seen := map[string]bool{}
+	for _, e := range entries {
+		sub := leftoverName.FindStringSubmatch(e.Name())
+		if !e.IsDir() || sub == nil || seen[sub[1]] || ValidateName(sub[1]) != nil {
+			continue
+		}
+		seen[sub[1]] = true
+		if _, err := os.Lstat(m.Dir(sub[1])); !errors.Is(err, fs.ErrNotExist) {
+			continue // the profile exists: List locks, and so sweeps, it
+		}
+		if l, err := m.Lock(ctx, sub[1], -1); err == nil {
+			l.Unlock()
+		}
+	}
 }
 
 func dirSize(dir string) int64 {

@@ -985,3 +985,50 @@ func snapshotOf(t *testing.T, m *Manager, name string) string {
 	}
 	return res.ID
 }
+
+// A first restore of a new profile, or a delete, killed midway leaves a
+// tree (with cookies) of a profile that does not exist, which no command on
+// it will ever lock and sweep. profile list sweeps it, unless the profile's
+// lock is held (its restore may be under way), and leaves no lock file.
+func TestListSweepsLeftoversOfMissingProfiles(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string) string {
+		p := filepath.Join(m.Root, name, "Default", "Network")
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "Cookies"), []byte("live cookies"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Join(m.Root, name)
+	}
+	gone := []string{mk(".fresh.restore-123"), mk(".fresh.old-0123456789ab"), mk(".was.deleted-abcdef")}
+	held, err := m.Lock(ctx, "busy", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock()
+	busy := mk(".busy.restore-5") // the restore that holds the lock
+
+	list, err := m.List(ctx)
+	if err != nil || len(list) != 1 || list[0].Name != "kept" {
+		t.Fatalf("List = %+v, %v", list, err)
+	}
+	for _, p := range gone {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s survived profile list (%v)", filepath.Base(p), err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(busy, "Default", "Network", "Cookies")); err != nil {
+		t.Errorf("the leftover of a profile whose lock is held was touched: %v", err)
+	}
+	for _, n := range []string{".fresh.lock", ".was.lock"} {
+		if _, err := os.Stat(filepath.Join(m.Root, n)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("profile list left %s (%v)", n, err)
+		}
+	}
+}
