@@ -73,9 +73,10 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 		return err
 	}
 	headless := c.Bool("headless")
-	if !headless && runtime.GOOS == "linux" && os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
-		return errcode.New(errcode.BrowserLaunchFailed, "no display to show Chrome on (DISPLAY and WAYLAND_DISPLAY are unset)").
-			WithHint("run it in a desktop session (or over ssh -X), or log in elsewhere and restore the snapshot here; --headless opens it without a window")
+	if !headless {
+		if err := needDisplay("log in elsewhere and restore the snapshot here; --headless opens it without a window"); err != nil {
+			return err
+		}
 	}
 	ctx := c.Context
 
@@ -192,6 +193,18 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 		}
 	})
 	return nil
+}
+
+// needDisplay fails with browser_launch_failed when a headed Chrome has no
+// display to show its window on (Linux without DISPLAY or WAYLAND_DISPLAY):
+// Chrome would only exit with "Missing X server". orElse ends the hint with
+// the command's own way out.
+func needDisplay(orElse string) error {
+	if runtime.GOOS != "linux" || os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" {
+		return nil
+	}
+	return errcode.New(errcode.BrowserLaunchFailed, "no display to show Chrome on (DISPLAY and WAYLAND_DISPLAY are unset)").
+		WithHint("run it in a desktop session (or over ssh -X), or %s", orElse)
 }
 
 // stdinOf is the command's input (os.Stdin unless the app sets a Reader).

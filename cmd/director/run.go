@@ -102,9 +102,20 @@ func runWorkflow(c *cli.Context) error {
 	cdpURL := c.String("cdp-url")
 	if cdpURL == "" {
 		// Before the profile is locked and restored: a Chrome that cannot
-		// be found fails the run now, as browser_launch_failed.
+		// be found, or a headed one without a display, fails the run now,
+		// as browser_launch_failed.
 		if _, err := launcher.Find(c.String("chrome")); err != nil {
 			return err
+		}
+		switch {
+		case c.Bool("headed"):
+			if err := needDisplay("drop --headed to run Chrome headless"); err != nil {
+				return err
+			}
+		case !c.Bool("headless") && w.Browser.Headless != nil && !*w.Browser.Headless:
+			if err := needDisplay("pass --headless to run Chrome without a window (the workflow says browser.headless: false)"); err != nil {
+				return err
+			}
 		}
 	}
 	if cdpURL != "" && !w.Incognito && (w.Restore != workflows.RestoreNone || w.Snapshot != workflows.SnapshotNever) {

@@ -171,7 +171,10 @@ func TestRunChromeArguments(t *testing.T) {
 	if err := os.WriteFile(old, []byte("#!/bin/sh\necho 'Chromium 100.0.0.0'\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	wf := writeWF(t, t.TempDir(), "wf.yaml", "name: x\nprofile: work\nsteps:\n  - navigate: http://127.0.0.1:1/\n")
+	wfDir := t.TempDir()
+	wf := writeWF(t, wfDir, "wf.yaml", "name: x\nprofile: work\nsteps:\n  - navigate: http://127.0.0.1:1/\n")
+	headedWF := writeWF(t, wfDir, "headed.yaml", "name: x\nprofile: work\nbrowser: {headless: false}\nsteps:\n  - navigate: http://127.0.0.1:1/\n")
+	noDisplay := map[string]string{"DISPLAY": "", "WAYLAND_DISPLAY": ""}
 	cases := []struct {
 		name     string
 		args     []string
@@ -180,24 +183,41 @@ func TestRunChromeArguments(t *testing.T) {
 		hint     string // in the hint
 		noHint   string // not in the hint
 		restored bool   // the profile was replaced by the snapshot
+		env      map[string]string
+		wf       string // the workflow, when not wf
+		msg      string // in the message
 	}{
-		{"missing chrome", []string{"--chrome", filepath.Join(bin, "nope")}, 1, "browser_launch_failed", "unset it", "--force", false},
-		{"chrome without a version", []string{"--chrome", "/bin/true"}, 1, "browser_launch_failed", "unset it to search PATH", "--force", false},
-		{"older chrome", []string{"--chrome", old}, 2, "invalid_input", "--force", "", false},
-		{"older chrome, forced", []string{"--chrome", old, "--force"}, 1, "browser_launch_failed", "", "", true},
-		{"negative keep", []string{"--keep", "-1"}, 2, "invalid_input", "pass 0", "", false},
+		// A headed run without a display fails before the restore, saying
+		// so, not with Chrome's "Missing X server" output.
+		{"headed without a display", []string{"--chrome", old, "--headed"}, 1, "browser_launch_failed", "drop --headed", "--no-sandbox", false, noDisplay, "", "no display to show Chrome on"},
+		{"workflow headed without a display", []string{"--chrome", old}, 1, "browser_launch_failed", "pass --headless", "--no-sandbox", false, noDisplay, headedWF, "no display to show Chrome on"},
+		{"missing chrome", []string{"--chrome", filepath.Join(bin, "nope")}, 1, "browser_launch_failed", "unset it", "--force", false, nil, "", ""},
+		{"chrome without a version", []string{"--chrome", "/bin/true"}, 1, "browser_launch_failed", "unset it to search PATH", "--force", false, nil, "", ""},
+		{"older chrome", []string{"--chrome", old}, 2, "invalid_input", "--force", "", false, nil, "", ""},
+		{"older chrome, forced", []string{"--chrome", old, "--force"}, 1, "browser_launch_failed", "", "", true, nil, "", ""},
+		{"negative keep", []string{"--keep", "-1"}, 2, "invalid_input", "pass 0", "", false, nil, "", ""},
 	}
 	marker := filepath.Join(home, "browser-profiles", "work", "marker")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
 			if err := os.WriteFile(marker, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			code, out, _ := runDirector(t, append([]string{"--home", home, "--json", "run", wf}, c.args...)...)
+			file := wf
+			if c.wf != "" {
+				file = c.wf
+			}
+			code, out, _ := runDirector(t, append([]string{"--home", home, "--json", "run", file}, c.args...)...)
 			m := firstJSON(t, out)
 			e, _ := m["error"].(map[string]any)
 			if code != c.code || e["code"] != c.errCode {
 				t.Fatalf("exit %d, want %d and %s: %s", code, c.code, c.errCode, out)
+			}
+			if msg, _ := e["message"].(string); !strings.Contains(msg, c.msg) {
+				t.Errorf("message %q: want %q", msg, c.msg)
 			}
 			hint, _ := e["hint"].(string)
 			if !strings.Contains(hint, c.hint) || (c.noHint != "" && strings.Contains(hint, c.noHint)) {
