@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -490,5 +491,79 @@ func stopGroup(t *testing.T, cmd *exec.Cmd) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a log destination shared by Chrome's output reader and the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestLaunchLogsCommandLine: at debug level the launcher logs Chrome's
+// command line (the binary and its flags, without a URL's credentials)
+// before it starts, so a Chrome that fails to start can be rerun by hand as
+// the launch error's hint says.
+func TestLaunchLogsCommandLine(t *testing.T) {
+	chrome := requireChrome(t)
+	cases := []struct {
+		name     string
+		headless bool
+		env      map[string]string
+		fails    bool
+	}{
+		{"started", true, nil, false},
+		{"failed: headed without a display", false, map[string]string{"DISPLAY": "", "WAYLAND_DISPLAY": ""}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			var logs syncBuffer
+			dir := filepath.Join(t.TempDir(), "profile")
+			b, err := Launch(testCtx(t), Options{
+				ChromePath:  chrome,
+				UserDataDir: dir,
+				Headless:    c.headless,
+				ExtraFlags:  []string{"--homepage=http://someone:sekrit@127.0.0.1:1/"},
+				Log:         slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			})
+			if err == nil {
+				closeNow(t, b)
+			}
+			if (err != nil) != c.fails {
+				t.Fatalf("launch error %v, want failure %v", err, c.fails)
+			}
+			if c.fails && !strings.Contains(errcode.HintOf(err), "--log-level debug") {
+				t.Errorf("hint %q does not point at the logged command line", errcode.HintOf(err))
+			}
+			var line string
+			for _, l := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(l, `msg="starting chrome"`) {
+					line = l
+				}
+			}
+			for _, want := range []string{chrome, "--user-data-dir=" + dir, "--password-store=basic", "--remote-debugging-pipe", "http://REDACTED@127.0.0.1:1/"} {
+				if !strings.Contains(line, want) {
+					t.Errorf("debug log line %q lacks %q", line, want)
+				}
+			}
+			if strings.Contains(logs.String(), "sekrit") {
+				t.Errorf("the log holds a URL's password:\n%s", logs.String())
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -174,7 +175,11 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 		defer cancel()
 	}
 	t0 := time.Now()
-	if err := b.start(ctx, path, Args(opts, b.dir)); err != nil {
+	args := Args(opts, b.dir)
+	// Before the start, so that a Chrome that fails to start can be run by
+	// hand with the same flags (the launch error's hint says so).
+	b.log.Debug("starting chrome", "command", CommandLine(path, args))
+	if err := b.start(ctx, path, args); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -227,6 +232,28 @@ func Args(opts Options, dir string) []string {
 	}
 	args = append(args, extra...)
 	return append(args, "about:blank")
+}
+
+// CommandLine is path and args as one line a shell can run, with the
+// credentials of any URL in them (user:password@ of a proxy) replaced by
+// "REDACTED", for logs.
+func CommandLine(path string, args []string) string {
+	parts := make([]string, 0, len(args)+1)
+	for _, a := range append([]string{path}, args...) {
+		parts = append(parts, shellQuote(urlUserinfoRE.ReplaceAllString(a, "${1}REDACTED@")))
+	}
+	return strings.Join(parts, " ")
+}
+
+// urlUserinfoRE finds the user:password@ of a URL.
+var urlUserinfoRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]+@`)
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=+,./:@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // start runs Chrome with a DevTools pipe and connects chromedp to it.
@@ -299,7 +326,7 @@ func (b *Browser) start(ctx context.Context, path string, args []string) error {
 		if out != "" {
 			out = "; Chrome said: " + lastLines(out, 6)
 		}
-		hint := "run the browser by hand with the same flags to see why (director --log-level debug shows them); as root it needs --no-sandbox"
+		hint := "rerun with --log-level debug, which logs Chrome's command line (\"starting chrome\"), and run that by hand to see why it exits"
 		if ctx.Err() != nil {
 			hint = "the start took too long; retry, or give it more time"
 		}
