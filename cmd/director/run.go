@@ -118,10 +118,14 @@ func runWorkflow(c *cli.Context) error {
 			}
 		}
 	}
+	var notes []string
 	if cdpURL != "" && !w.Incognito && (w.Restore != workflows.RestoreNone || w.Snapshot != workflows.SnapshotNever) {
 		// A remote browser has its own profile: restoring or snapshotting the
-		// local directory would not touch it.
-		fmt.Fprintf(g.Stderr, "director: --cdp-url: the remote browser keeps its own profile; not restoring or snapshotting %s\n", w.Profile)
+		// local directory would not touch it. Said in the result (the text
+		// summary, the JSON's notes), not on stderr: a cron job under
+		// --quiet would mail it on every run.
+		notes = append(notes, fmt.Sprintf("--cdp-url: the remote browser keeps its own profile; not restoring or snapshotting %s", w.Profile))
+		g.Log.Info("the remote browser keeps its own profile; not restoring or snapshotting", "profile", w.Profile, "cdp_url", cdpURL)
 		w.Restore, w.Snapshot = workflows.RestoreNone, workflows.SnapshotNever
 	}
 
@@ -162,17 +166,27 @@ func runWorkflow(c *cli.Context) error {
 	}
 
 	res, err := r.Run(ctx, w)
+	out := runOutput{Result: res, Notes: notes}
 	if g.JSON {
-		writeJSON(g.Stdout, res)
+		writeJSON(g.Stdout, out)
 		if err != nil {
 			return reportedError{err}
 		}
 		return nil
 	}
 	if !g.Quiet {
-		printResult(g.Stdout, res)
+		printResult(g.Stdout, out)
 	}
 	return err
+}
+
+// runOutput is the result of `director run`: the runner's Result and what
+// the command itself has to say about the run.
+type runOutput struct {
+	*workflows.Result
+	// Notes are facts about the run a reader should know, such as a
+	// --cdp-url run not restoring or snapshotting the profile.
+	Notes []string `json:"notes,omitempty"`
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -224,7 +238,8 @@ func progressPrinter(w io.Writer, total int) func(workflows.ProgressEvent) {
 }
 
 // printResult is the text summary of a run.
-func printResult(w io.Writer, res *workflows.Result) {
+func printResult(w io.Writer, out runOutput) {
+	res := out.Result
 	who := "incognito"
 	if res.Profile != "" {
 		who = "profile " + res.Profile
@@ -233,6 +248,9 @@ func printResult(w io.Writer, res *workflows.Result) {
 		(time.Duration(res.Durations.TotalMS) * time.Millisecond).String(), orDash(res.RunID), orDash(res.SessionID), orDash(res.EndReason))
 	if f := res.FailedStep; f != nil {
 		fmt.Fprintf(w, "  failed at step %d (%s) line %d [%s]\n", f.Index+1, f.Name, f.Line, f.Code)
+	}
+	for _, n := range out.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
 	}
 	if res.RestoredID != "" {
 		fmt.Fprintf(w, "  restored %s\n", res.RestoredID)

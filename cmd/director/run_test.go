@@ -3,11 +3,16 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"director/internal/testenv"
 	"director/internal/testsite"
+	"director/launcher"
 )
 
 // firstJSON decodes the first JSON object on stdout.
@@ -225,6 +230,89 @@ func TestRunChromeArguments(t *testing.T) {
 			}
 			if _, err := os.Stat(marker); (err != nil) != c.restored {
 				t.Errorf("profile restored = %v, want %v", err != nil, c.restored)
+			}
+		})
+	}
+}
+
+// remoteChrome starts a headless Chromium with a DevTools port, as a user's
+// own browser for --cdp-url, and returns its http:// address. The cleanup
+// stops its whole process group.
+func remoteChrome(t *testing.T) string {
+	t.Helper()
+	chrome, err := launcher.Find("")
+	testenv.Require(t, "Chromium", err)
+	dir := t.TempDir()
+	cmd := exec.Command(chrome, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir="+dir,
+		"--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1", "about:blank")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+		_, _ = launcher.CleanRuntimeFiles(dir)
+	})
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "DevToolsActivePort")); err == nil {
+			if port, _, ok := strings.Cut(string(b), "\n"); ok && port != "" {
+				return "http://127.0.0.1:" + port
+			}
+		}
+		select {
+		case <-exited:
+			t.Fatal("the remote Chromium exited before it wrote DevToolsActivePort")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// TestRunCDPURLQuiet: a --cdp-url run on a profile says once, in its result,
+// that the remote browser keeps its own profile; --quiet and --json print
+// nothing on stderr for it, and a failure is the one error line.
+func TestRunCDPURLQuiet(t *testing.T) {
+	needChrome(t)
+	home := cliEnv(t)
+	site := testsite.New(t)
+	cdp := remoteChrome(t)
+	dir := t.TempDir()
+	ok := writeWF(t, dir, "ok.yaml", "name: ok\nprofile: web\nsteps:\n  - navigate: "+site.At("/")+"\n")
+	bad := writeWF(t, dir, "bad.yaml", "name: bad\nprofile: web\nbrowser: {timeout: 1s}\nsteps:\n  - navigate: "+site.At("/")+"\n  - click: '#nothing-here'\n")
+	const note = "the remote browser keeps its own profile; not restoring or snapshotting web"
+	cases := []struct {
+		name        string
+		args        []string
+		code        int
+		stdoutHas   string // "" for an empty stdout
+		stderrLines int
+	}{
+		{"quiet", []string{"--quiet", "run", ok}, 0, "", 0},
+		{"json", []string{"--json", "run", ok}, 0, `"notes": [`, 0},
+		{"text", []string{"run", ok}, 0, "note: --cdp-url: " + note, 0},
+		{"quiet failure", []string{"--quiet", "run", bad}, 1, "", 1},
+		{"text failure", []string{"run", bad}, 1, "note: --cdp-url: " + note, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := runDirector(t, append([]string{"--home", home}, append(c.args, "--cdp-url", cdp)...)...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, c.code, out, errOut)
+			}
+			if c.stdoutHas == "" && out != "" || !strings.Contains(out, c.stdoutHas) {
+				t.Errorf("stdout %q, want %q", out, c.stdoutHas)
+			}
+			if c.stdoutHas != "" && !strings.Contains(out, note) {
+				t.Errorf("stdout lacks the note %q:\n%s", note, out)
+			}
+			lines := strings.Split(strings.TrimSpace(errOut), "\n")
+			if errOut == "" {
+				lines = nil
+			}
+			if len(lines) != c.stderrLines || strings.Contains(errOut, "not restoring") {
+				t.Errorf("stderr has %d lines, want %d, without the note:\n%s", len(lines), c.stderrLines, errOut)
 			}
 		})
 	}
