@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -100,6 +101,16 @@ func runWorkflow(c *cli.Context) error {
 		return err
 	}
 	cdpURL := c.String("cdp-url")
+	if cdpURL != "" {
+		if err := checkCDPURL(cdpURL); err != nil {
+			return err
+		}
+	}
+	if dir := c.String("artifacts"); dir != "" {
+		if err := prepareArtifactsDir(dir); err != nil {
+			return err
+		}
+	}
 	if cdpURL == "" {
 		// Before the profile is locked and restored: a Chrome that cannot
 		// be found, or a headed one without a display, fails the run now,
@@ -190,6 +201,45 @@ type runOutput struct {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// cdpURLHint shows the forms --cdp-url takes.
+const cdpURLHint = "give the browser's DevTools address, such as http://127.0.0.1:9222 (Chrome started with --remote-debugging-port=9222) or ws://127.0.0.1:9222/devtools/browser/ID"
+
+// checkCDPURL refuses a --cdp-url that cannot be a DevTools address, before
+// anything is restored or attached.
+func checkCDPURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.Hostname() == "" {
+		return errcode.New(errcode.InvalidInput, "--cdp-url %q is not a URL with a host", s).WithHint("%s", cdpURLHint)
+	}
+	switch u.Scheme {
+	case "http", "https", "ws", "wss":
+		return nil
+	}
+	return errcode.New(errcode.InvalidInput, "--cdp-url %q: the scheme must be http, https, ws or wss", s).WithHint("%s", cdpURLHint)
+}
+
+// prepareArtifactsDir makes sure --artifacts names a directory director can
+// write screenshots to, creating it when missing, so that a bad one fails
+// the run before the profile is restored and Chrome started, not at its
+// first screenshot.
+func prepareArtifactsDir(dir string) error {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return errcode.New(errcode.InvalidInput, "--artifacts %s is a file, not a directory", dir).
+			WithHint("give a directory for the screenshots (created when missing), or leave --artifacts out")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return errcode.Hinted(err, errcode.InvalidInput, "give a directory you can create and write to, or leave --artifacts out",
+			"--artifacts %s: cannot create the directory", dir)
+	}
+	f, err := os.CreateTemp(dir, ".director-write-check-")
+	if err != nil {
+		return errcode.Hinted(err, errcode.InvalidInput, "give a directory you can write to (check its permissions), or leave --artifacts out",
+			"--artifacts %s: cannot write screenshots there", dir)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
 
 // progressPrinter prints one line per finished stage and step on stderr.
 func progressPrinter(w io.Writer, total int) func(workflows.ProgressEvent) {

@@ -196,6 +196,11 @@ func TestRunChromeArguments(t *testing.T) {
 		// so, not with Chrome's "Missing X server" output.
 		{"headed without a display", []string{"--chrome", old, "--headed"}, 1, "browser_launch_failed", "drop --headed", "--no-sandbox", false, noDisplay, "", "no display to show Chrome on"},
 		{"workflow headed without a display", []string{"--chrome", old}, 1, "browser_launch_failed", "pass --headless", "--no-sandbox", false, noDisplay, headedWF, "no display to show Chrome on"},
+		// Bad run flags fail before the restore and the launch, as invalid input.
+		{"artifacts a file", []string{"--artifacts", wf}, 2, "invalid_input", "give a directory", "", false, nil, "", "is a file, not a directory"},
+		{"artifacts cannot be created", []string{"--artifacts", "/proc/nope/arts"}, 2, "invalid_input", "give a directory you can create", "", false, nil, "", "cannot create the directory"},
+		{"cdp-url not a URL", []string{"--cdp-url", "notaurl"}, 2, "invalid_input", "http://127.0.0.1:9222", "", false, nil, "", "not a URL with a host"},
+		{"cdp-url of another scheme", []string{"--cdp-url", "ftp://127.0.0.1:9222"}, 2, "invalid_input", "ws://127.0.0.1:9222/devtools/browser/ID", "", false, nil, "", "scheme must be"},
 		{"missing chrome", []string{"--chrome", filepath.Join(bin, "nope")}, 1, "browser_launch_failed", "unset it", "--force", false, nil, "", ""},
 		{"chrome without a version", []string{"--chrome", "/bin/true"}, 1, "browser_launch_failed", "unset it to search PATH", "--force", false, nil, "", ""},
 		{"older chrome", []string{"--chrome", old}, 2, "invalid_input", "--force", "", false, nil, "", ""},
