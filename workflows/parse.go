@@ -618,6 +618,10 @@ func (d *decoder) checkURL(s, field string, line int, allowBlank bool) {
 func (d *decoder) checkSelector(s, field string, line int) {
 	if strings.TrimSpace(s) == "" {
 		d.add(line, field, "must be a non-empty CSS selector")
+		return
+	}
+	if why := selectorProblem(s); why != "" {
+		d.add(line, field, "%q is not a valid CSS selector: it %s", s, why)
 	}
 }
 

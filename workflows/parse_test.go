@@ -227,6 +227,9 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", "name: x\nname: y\nprofile: p\n" + step, 2, "name", "appears twice"},
 		{"step kind without colon", head + "steps:\n  - navigate: http://h/\n  - close_tab\n", 5, "steps[1]", "write `close_tab:` with a colon"},
 		{"step that is another string", head + "steps:\n  - hello\n", 4, "steps[0]", "must be a mapping"},
+		{"step selector not CSS", head + "steps:\n  - click: 'form[['\n", 4, "steps[0].click.selector", `"form[[" is not a valid CSS selector: it has a [ inside the attribute selector`},
+		{"login_check wall selector not CSS", head + "login_check:\n  url: https://h/\n  login_wall_selector: 'form[['\n" + step, 5, "login_check.login_wall_selector", `"form[[" is not a valid CSS selector`},
+		{"login_check logged-in selector not CSS", head + "login_check:\n  url: https://h/\n  logged_in_selector: '#a)'\n" + step, 5, "login_check.logged_in_selector", "without a matching ("},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

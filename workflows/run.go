@@ -380,6 +380,7 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 		t0 := time.Now()
 		r.progress(ProgressEvent{Stage: "login_check", Detail: w.LoginCheck.URL})
 		_, lerr := s.Do(ctx, loginCheckAction(w, ""))
+		lerr = loginCheckMistake(w, lerr)
 		res.Durations.LoginCheckMS = ms(time.Since(t0))
 		r.progress(ProgressEvent{Stage: "login_check", Done: true, Duration: time.Since(t0), Err: lerr})
 		if lerr == nil {

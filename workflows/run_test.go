@@ -886,3 +886,23 @@ func TestRunClosesWhatAKilledRunLeftOpen(t *testing.T) {
 		t.Errorf("the new run: %+v, %v", r, err)
 	}
 }
+
+// TestLoginCheckSelectorTheBrowserRefuses: a login_check selector that
+// passes the load-time check but that the browser refuses as CSS fails the
+// run as invalid_action naming FILE:LINE and login_check, as a step's
+// selector does, without the browser's JavaScript stack trace.
+func TestLoginCheckSelectorTheBrowserRefuses(t *testing.T) {
+	e := newEnv(t)
+	w := e.wf(t, "name: lc\nprofile: null\nlogin_check:\n  url: SITE/account\n  login_wall_selector: '#1login'\nsteps:\n  - navigate: SITE/\n")
+	_, err := e.run(t, w)
+	if errcode.Of(err) != errcode.InvalidAction || errcode.ExitStatus(err) != 2 {
+		t.Fatalf("got %v [%s], want invalid_action", err, errcode.Of(err))
+	}
+	want := w.File + ":3: login_check: \"#1login\" is not a valid CSS selector"
+	if msg := err.Error(); msg != want {
+		t.Errorf("message %q, want %q", msg, want)
+	}
+	if h := errcode.HintOf(err); !strings.Contains(h, "login_wall_selector") {
+		t.Errorf("hint %q does not name the field", h)
+	}
+}
