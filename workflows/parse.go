@@ -574,8 +574,10 @@ func (d *decoder) loginCheck(k kv) *LoginCheck {
 		return nil
 	}
 	lc := &LoginCheck{Line: k.line}
+	present := map[string]bool{}
 	for _, e := range kvs {
 		f := "login_check." + e.key
+		present[e.key] = true
 		switch e.key {
 		case "url":
 			if s, ok := d.str(e.val, f, e.line, true); ok {
@@ -596,10 +598,11 @@ func (d *decoder) loginCheck(k kv) *LoginCheck {
 			d.unknown(e, "login_check", loginCheckKeys())
 		}
 	}
-	if lc.URL == "" {
+	// A key whose value was reported already is not missing too.
+	if !present["url"] {
 		d.add(k.line, "login_check.url", "required: the page that shows whether the profile is logged in")
 	}
-	if lc.LoggedInSelector == "" && lc.LoginWallSelector == "" {
+	if !present["logged_in_selector"] && !present["login_wall_selector"] {
 		d.add(k.line, "login_check", "set logged_in_selector (present only when logged in) and/or login_wall_selector (present only on the login page)")
 	}
 	return lc
@@ -698,6 +701,7 @@ func (d *decoder) step(n ast.Node, field string, line, index int, w *Workflow) (
 		return st, false
 	}
 	var action *kv
+	unknownKeys := 0
 	for i := range kvs {
 		e := kvs[i]
 		f := field + "." + e.key
@@ -716,6 +720,7 @@ func (d *decoder) step(n ast.Node, field string, line, index int, w *Workflow) (
 			}
 		default:
 			if _, isKind := stepKinds()[e.key]; !isKind {
+				unknownKeys++
 				d.add(e.line, f, "unknown key %q (a step has one action: %s; and optionally %s)",
 					e.key, strings.Join(stepKindNames(), ", "), strings.Join(stepCommonKeys(), ", "))
 				continue
@@ -728,7 +733,11 @@ func (d *decoder) step(n ast.Node, field string, line, index int, w *Workflow) (
 		}
 	}
 	if action == nil {
-		d.add(line, field, "a step needs one action: %s", strings.Join(stepKindNames(), ", "))
+		// An unknown key is most likely the action misspelt: its error,
+		// which lists the actions, is the one to report.
+		if unknownKeys == 0 {
+			d.add(line, field, "a step needs one action: %s", strings.Join(stepKindNames(), ", "))
+		}
 		return st, false
 	}
 	st.Kind = action.key
@@ -764,12 +773,19 @@ func (d *decoder) action(st *Step, a kv, field string, w *Workflow) {
 		fields[spec.short] = kv{key: spec.short, line: lineOf(a.val, a.line), val: a.val}
 	}
 	has := func(k string) bool { _, ok := fields[k]; return ok }
+	// bad holds the keys whose value was already reported (not a string,
+	// an undefined ${vars.X}): only the root cause is reported, not also
+	// what the broken value then fails.
+	bad := map[string]bool{}
 	getStr := func(k string, interp bool) string {
 		e, ok := fields[k]
 		if !ok {
 			return ""
 		}
-		s, _ := d.str(e.val, field+"."+k, e.line, interp)
+		s, ok := d.str(e.val, field+"."+k, e.line, interp)
+		if !ok {
+			bad[k] = true
+		}
 		return s
 	}
 	getBool := func(k string) bool {
@@ -799,7 +815,9 @@ func (d *decoder) action(st *Step, a kv, field string, w *Workflow) {
 	selector := func() {
 		if has("selector") {
 			st.Selector = getStr("selector", true)
-			d.checkSelector(st.Selector, field+".selector", lineFor("selector"))
+			if !bad["selector"] {
+				d.checkSelector(st.Selector, field+".selector", lineFor("selector"))
+			}
 		}
 	}
 
@@ -807,11 +825,15 @@ func (d *decoder) action(st *Step, a kv, field string, w *Workflow) {
 	case StepNavigate:
 		if require("url") {
 			st.URL = getStr("url", true)
-			d.checkURL(st.URL, field+".url", lineFor("url"), false)
+			if !bad["url"] {
+				d.checkURL(st.URL, field+".url", lineFor("url"), false)
+			}
 		}
 	case StepOpenTab:
 		st.URL = getStr("url", true)
-		d.checkURL(st.URL, field+".url", lineFor("url"), true)
+		if !bad["url"] {
+			d.checkURL(st.URL, field+".url", lineFor("url"), true)
+		}
 	case StepClick:
 		require("selector")
 		selector()
@@ -823,7 +845,7 @@ func (d *decoder) action(st *Step, a kv, field string, w *Workflow) {
 	case StepPress:
 		if require("key") {
 			st.Key = getStr("key", true)
-			if _, ok := session.KeyByName(st.Key); !ok {
+			if _, ok := session.KeyByName(st.Key); !ok && !bad["key"] {
 				d.add(lineFor("key"), field+".key", "unknown key %q: use one character or a name such as Enter, Tab, Escape, Backspace, ArrowDown", st.Key)
 			}
 		}
@@ -841,7 +863,7 @@ func (d *decoder) action(st *Step, a kv, field string, w *Workflow) {
 			if has("state") {
 				d.add(lineFor("state"), field+".state", "state applies to a selector, not to a url")
 			}
-			if st.URL == "" {
+			if st.URL == "" && !bad["url"] {
 				d.add(lineFor("url"), field+".url", "must be a non-empty URL pattern")
 			}
 		case has("selector"):
@@ -849,7 +871,7 @@ func (d *decoder) action(st *Step, a kv, field string, w *Workflow) {
 			st.State = "visible"
 			if has("state") {
 				st.State = getStr("state", false)
-				if st.State != "visible" && st.State != "hidden" {
+				if st.State != "visible" && st.State != "hidden" && !bad["state"] {
 					d.add(lineFor("state"), field+".state", "must be visible or hidden, got %q", st.State)
 				}
 			}
@@ -872,17 +894,22 @@ func (d *decoder) action(st *Step, a kv, field string, w *Workflow) {
 				d.add(lineFor("attribute"), field+".attribute", "only for kind attribute or list")
 			}
 		case "attribute":
-			if st.Attribute == "" {
+			if st.Attribute == "" && !bad["attribute"] {
 				d.add(a.line, field+".attribute", "required for kind attribute: the attribute name, such as href")
 			}
 		case "list":
 		default:
+			if bad["kind"] {
+				break
+			}
 			d.add(lineFor("kind"), field+".kind", "must be text, attribute, html, value or list, got %q", st.Extract)
 		}
 	case StepScreenshot:
 		if require("file") {
 			st.File = getStr("file", true)
-			d.checkArtifactPath(st.File, field+".file", lineFor("file"))
+			if !bad["file"] {
+				d.checkArtifactPath(st.File, field+".file", lineFor("file"))
+			}
 		}
 		st.FullPage = getBool("full_page")
 		selector()
@@ -892,7 +919,7 @@ func (d *decoder) action(st *Step, a kv, field string, w *Workflow) {
 	case StepEvaluate:
 		if require("expression") {
 			st.Expression = getStr("expression", true)
-			if strings.TrimSpace(st.Expression) == "" {
+			if strings.TrimSpace(st.Expression) == "" && !bad["expression"] {
 				d.add(lineFor("expression"), field+".expression", "must be a non-empty JavaScript expression")
 			}
 		}
@@ -907,7 +934,7 @@ func (d *decoder) action(st *Step, a kv, field string, w *Workflow) {
 		selector()
 		st.Text = getStr("text", true)
 		st.URL = getStr("url", true)
-		if has("text") && st.Text == "" {
+		if has("text") && st.Text == "" && !bad["text"] {
 			d.add(lineFor("text"), field+".text", "must be non-empty")
 		}
 	case StepSleep:
@@ -920,14 +947,14 @@ func (d *decoder) action(st *Step, a kv, field string, w *Workflow) {
 	case StepSwitchTab:
 		if require("tab") {
 			st.Tab = getStr("tab", false)
-			if !tabRe.MatchString(st.Tab) {
+			if !tabRe.MatchString(st.Tab) && !bad["tab"] {
 				d.add(lineFor("tab"), field+".tab", "must be a tab handle such as t1 or t2, got %q", st.Tab)
 			}
 		}
 	case StepCloseTab:
 		if has("tab") && !isNull(fields["tab"].val) {
 			st.Tab = getStr("tab", false)
-			if !tabRe.MatchString(st.Tab) {
+			if !tabRe.MatchString(st.Tab) && !bad["tab"] {
 				d.add(lineFor("tab"), field+".tab", "must be a tab handle such as t1 or t2, got %q", st.Tab)
 			}
 		}

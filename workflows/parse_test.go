@@ -293,3 +293,40 @@ func TestParseDurationsFromVars(t *testing.T) {
 		t.Fatalf("a session duration took a var: %v", err)
 	}
 }
+
+// TestParseRootCauseOnly: a mistake is reported once, by its cause, not
+// also by what the value it spoils then fails; a problem with a hint of its
+// own gives the error that hint.
+func TestParseRootCauseOnly(t *testing.T) {
+	head := "name: x\nprofile: p\n"
+	step := "steps:\n  - navigate: http://h/\n"
+	cases := []struct {
+		name, src string
+		msg       string // the one problem's message holds it
+		hint      string // the error's hint holds it
+	}{
+		{"undefined var in a URL", head + "steps:\n  - navigate: ${vars.nope}/\n", "${vars.nope} is not defined", "fix the workflow file"},
+		{"undefined var in a selector", head + "steps:\n  - click: '${vars.nope}'\n", "${vars.nope} is not defined", "fix the workflow file"},
+		{"undefined var in a screenshot", head + "steps:\n  - screenshot: '${vars.nope}'\n", "${vars.nope} is not defined", "fix the workflow file"},
+		{"undefined var in a key", head + "steps:\n  - press: '${vars.nope}'\n", "${vars.nope} is not defined", "fix the workflow file"},
+		{"tab not a string", head + "steps:\n  - switch_tab: [t1]\n", "must be a string", "fix the workflow file"},
+		{"unknown action", head + "steps:\n  - frobnicate: a\n", `unknown key "frobnicate"`, "fix the workflow file"},
+		{"undefined var in login_check.url", head + "login_check:\n  url: ${vars.nope}/account\n  logged_in_selector: '#a'\n" + step, "${vars.nope} is not defined", "fix the workflow file"},
+		{"undefined var in login_check selector", head + "login_check:\n  url: http://h/\n  logged_in_selector: '${vars.nope}'\n" + step, "${vars.nope} is not defined", "fix the workflow file"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("wf.yaml", []byte(c.src), LoadOptions{LookupEnv: env(nil)})
+			var verr *ValidationError
+			if !errors.As(err, &verr) {
+				t.Fatalf("not a ValidationError: %v", err)
+			}
+			if len(verr.Problems) != 1 || !strings.Contains(verr.Problems[0].Msg, c.msg) {
+				t.Fatalf("want one problem ~%q, got %d: %v", c.msg, len(verr.Problems), verr.Problems)
+			}
+			if errcode.ExitStatus(err) != 2 || !strings.Contains(errcode.HintOf(err), c.hint) {
+				t.Errorf("exit %d, hint %q: want 2 and ~%q", errcode.ExitStatus(err), errcode.HintOf(err), c.hint)
+			}
+		})
+	}
+}
