@@ -27,6 +27,9 @@ type Problem struct {
 	Line  int
 	Field string // dotted path, e.g. steps[2].wait_for.state
 	Msg   string
+	// Hint, when set, says what to do about this problem; the error's hint
+	// when it is the only one.
+	Hint string
 }
 
 func (p Problem) String() string {
@@ -85,9 +88,11 @@ func Parse(file string, data []byte, o LoadOptions) (*Workflow, error) {
 	if len(d.problems) > 0 {
 		sort.SliceStable(d.problems, func(i, j int) bool { return d.problems[i].Line < d.problems[j].Line })
 		verr := &ValidationError{Problems: d.problems}
-		return nil, errcode.Hinted(verr, errcode.InvalidAction,
-			"fix the workflow file at the line shown; docs/workflows.md describes every field",
-			"invalid workflow")
+		hint := "fix the workflow file at the line shown; docs/workflows.md describes every field"
+		if len(d.problems) == 1 && d.problems[0].Hint != "" {
+			hint = d.problems[0].Hint
+		}
+		return nil, errcode.Hinted(verr, errcode.InvalidAction, hint, "invalid workflow")
 	}
 	w.File = file
 	w.secrets = d.secrets
@@ -470,7 +475,33 @@ func (d *decoder) decode(data []byte) *Workflow {
 	} else {
 		d.add(1, "steps", "required: the list of steps to run")
 	}
+	d.checkLoginCheckPolicy(w)
 	return w
+}
+
+// checkLoginCheckPolicy refuses a login_check.url that the session's
+// blocklist or allowlist refuses: the check could never run, and the run
+// would only fail with domain_blocked after restoring and launching.
+func (d *decoder) checkLoginCheckPolicy(w *Workflow) {
+	lc := w.LoginCheck
+	if lc == nil || lc.URL == "" || lc.urlLine == 0 {
+		return
+	}
+	p := session.Policy{Blocklist: w.Session.Blocklist, Allowlist: w.Session.Allowlist}
+	why := p.Check(lc.URL)
+	if why == "" {
+		return
+	}
+	host := session.Host(lc.URL)
+	hint := fmt.Sprintf("add %s to session.allowlist, or check a page of a host the allowlist allows", host)
+	for _, b := range w.Session.Blocklist {
+		if session.MatchDomain(b, host) {
+			hint = fmt.Sprintf("remove %q from session.blocklist (the allowlist does not override it), or check a page of another host", b)
+			break
+		}
+	}
+	d.problems = append(d.problems, Problem{File: d.file, Line: lc.urlLine, Field: "login_check.url",
+		Msg: fmt.Sprintf("the login check could never run: %s", why), Hint: hint})
 }
 
 func browserKeys() []string { return []string{"headless", "viewport", "timeout"} }
@@ -581,7 +612,9 @@ func (d *decoder) loginCheck(k kv) *LoginCheck {
 		switch e.key {
 		case "url":
 			if s, ok := d.str(e.val, f, e.line, true); ok {
-				d.checkURL(s, f, lineOf(e.val, e.line), false)
+				if d.checkURL(s, f, lineOf(e.val, e.line), false) {
+					lc.urlLine = lineOf(e.val, e.line)
+				}
 				lc.URL = s
 			}
 		case "logged_in_selector":
@@ -608,14 +641,18 @@ func (d *decoder) loginCheck(k kv) *LoginCheck {
 	return lc
 }
 
-func (d *decoder) checkURL(s, field string, line int, allowBlank bool) {
+// checkURL reports a URL that is not absolute http(s) and says whether s
+// passed.
+func (d *decoder) checkURL(s, field string, line int, allowBlank bool) bool {
 	if allowBlank && (s == "" || s == "about:blank") {
-		return
+		return true
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		d.add(line, field, "must be an absolute http:// or https:// URL, got %q", s)
+		return false
 	}
+	return true
 }
 
 func (d *decoder) checkSelector(s, field string, line int) {

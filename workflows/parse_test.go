@@ -230,6 +230,8 @@ func TestParseErrors(t *testing.T) {
 		{"step selector not CSS", head + "steps:\n  - click: 'form[['\n", 4, "steps[0].click.selector", `"form[[" is not a valid CSS selector: it has a [ inside the attribute selector`},
 		{"login_check wall selector not CSS", head + "login_check:\n  url: https://h/\n  login_wall_selector: 'form[['\n" + step, 5, "login_check.login_wall_selector", `"form[[" is not a valid CSS selector`},
 		{"login_check logged-in selector not CSS", head + "login_check:\n  url: https://h/\n  logged_in_selector: '#a)'\n" + step, 5, "login_check.logged_in_selector", "without a matching ("},
+		{"login_check url blocked", head + "session:\n  blocklist: ['*.h.example']\nlogin_check:\n  url: https://www.h.example/account\n  logged_in_selector: '#a'\n" + step, 6, "login_check.url", "could never run: www.h.example is on the blocklist (*.h.example)"},
+		{"login_check url not allowed", head + "session:\n  allowlist: [other.example]\nlogin_check:\n  url: https://h.example/account\n  logged_in_selector: '#a'\n" + step, 6, "login_check.url", "could never run: h.example is not on the allowlist"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -313,6 +315,10 @@ func TestParseRootCauseOnly(t *testing.T) {
 		{"unknown action", head + "steps:\n  - frobnicate: a\n", `unknown key "frobnicate"`, "fix the workflow file"},
 		{"undefined var in login_check.url", head + "login_check:\n  url: ${vars.nope}/account\n  logged_in_selector: '#a'\n" + step, "${vars.nope} is not defined", "fix the workflow file"},
 		{"undefined var in login_check selector", head + "login_check:\n  url: http://h/\n  logged_in_selector: '${vars.nope}'\n" + step, "${vars.nope} is not defined", "fix the workflow file"},
+		{"login_check url blocked", head + "session:\n  blocklist: [h.example]\n  allowlist: [h.example]\nlogin_check:\n  url: https://h.example/\n  logged_in_selector: '#a'\n" + step,
+			"h.example is on the blocklist (h.example)", `remove "h.example" from session.blocklist`},
+		{"login_check url not allowed", head + "session:\n  allowlist: [other.example]\nlogin_check:\n  url: https://h.example/\n  logged_in_selector: '#a'\n" + step,
+			"h.example is not on the allowlist", "add h.example to session.allowlist"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -100,6 +100,7 @@ type LoginCheck struct {
 	LoggedInSelector  string
 	LoginWallSelector string
 	Line              int
+	urlLine           int // the line of url's value, 0 when it is not a valid URL
 }
 
 // Step kinds.
