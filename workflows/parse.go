@@ -16,6 +16,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 
 	"director/errcode"
 	"director/session"
@@ -113,6 +114,42 @@ func (d *decoder) secret(name, v string) {
 		d.secrets = map[string]string{}
 	}
 	d.secrets[v] = "${env." + name + "}"
+}
+
+// misplacedKey explains the parser's "value is not allowed in this
+// context" errors, which an indentation mistake causes, by the key they
+// are about: a key indented like no mapping around it, or a key indented
+// deeper than the key above it, whose value it then continues. It returns
+// the line, field and message to report (the given ones when it cannot tell).
+func misplacedKey(se *yaml.SyntaxError, data []byte, line int, msg string) (int, string, string) {
+	tk := se.Token
+	if tk == nil || tk.Position == nil || tk.Next == nil || tk.Next.Type != token.MappingValueType {
+		return line, "", msg
+	}
+	switch {
+	case strings.HasPrefix(msg, "value is not allowed in this context") && tk.Type == token.StringType:
+		// "  retries: 2" under "    timeout: 5s": the key is tk.
+		return tk.Position.Line, tk.Value, fmt.Sprintf("the key %s (column %d) is indented like no mapping around it; line it up with the keys it belongs with (%s)",
+			tk.Value, tk.Position.Column, msg)
+	case strings.HasPrefix(msg, "mapping value is not allowed in this context") && tk.Prev != nil && tk.Prev.Type == token.MappingValueType &&
+		tk.Prev.Prev != nil && tk.Type == token.StringType:
+		// "url: http://h/" then "   logged_in_selector: x": the value
+		// of url ran on to the next line, up to its colon.
+		parent := tk.Prev.Prev.Value
+		lines := strings.Split(string(data), "\n")
+		for n := tk.Position.Line; n < len(lines); n++ { // lines[n] is line n+1
+			key, _, found := strings.Cut(strings.TrimSpace(lines[n]), ":")
+			if t := strings.TrimSpace(lines[n]); t == "" || strings.HasPrefix(t, "#") {
+				continue
+			}
+			if found && strings.HasSuffix(tk.Value, key) {
+				return n + 1, key, fmt.Sprintf("the key %s is indented deeper than %s above it, so YAML reads it as part of %s's value; line it up with %s (%s)",
+					key, parent, parent, parent, msg)
+			}
+			break
+		}
+	}
+	return line, "", msg
 }
 
 type decoder struct {
@@ -359,7 +396,11 @@ func (d *decoder) decode(data []byte) *Workflow {
 		if strings.Contains(msg, "'\t'") {
 			msg = strings.ReplaceAll(msg, "'\t'", `'\t'`) + " (a tab: YAML indents with spaces only)"
 		}
-		d.add(line, "", "malformed YAML: %s", msg)
+		field := ""
+		if se != nil {
+			line, field, msg = misplacedKey(se, data, line, msg)
+		}
+		d.add(line, field, "malformed YAML: %s", msg)
 		return w
 	}
 	if len(f.Docs) != 1 || f.Docs[0] == nil || isNull(f.Docs[0].Body) {

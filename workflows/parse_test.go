@@ -232,6 +232,8 @@ func TestParseErrors(t *testing.T) {
 		{"login_check logged-in selector not CSS", head + "login_check:\n  url: https://h/\n  logged_in_selector: '#a)'\n" + step, 5, "login_check.logged_in_selector", "without a matching ("},
 		{"login_check url blocked", head + "session:\n  blocklist: ['*.h.example']\nlogin_check:\n  url: https://www.h.example/account\n  logged_in_selector: '#a'\n" + step, 6, "login_check.url", "could never run: www.h.example is on the blocklist (*.h.example)"},
 		{"login_check url not allowed", head + "session:\n  allowlist: [other.example]\nlogin_check:\n  url: https://h.example/account\n  logged_in_selector: '#a'\n" + step, 6, "login_check.url", "could never run: h.example is not on the allowlist"},
+		{"key indented like no mapping", head + "steps:\n  - navigate: http://h/\n    timeout: 5s\n   retries: 2\n", 6, "retries", "indented like no mapping around it"},
+		{"key indented under a value", head + "login_check:\n  url: http://h/\n   logged_in_selector: '#a'\n" + step, 5, "logged_in_selector", "indented deeper than url above it"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
