@@ -152,22 +152,29 @@ func LoadIdentities(path string) ([]age.Identity, error) {
 	if err != nil {
 		return nil, errcode.Hinted(err, errcode.DecryptFailed, identityHint, "cannot read the age identity file %s", path)
 	}
-	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
-		return nil, errcode.New(errcode.DecryptFailed, "age identity file %s is accessible by other users (mode %04o)", path, st.Mode().Perm()).
-			WithHint("it holds a secret key: run chmod 600 %s (and consider whether the key leaked)", path)
-	}
 	data, err := readKeyFile(path)
 	if err != nil {
 		return nil, errcode.Hinted(err, errcode.DecryptFailed, identityHint, "cannot read the age identity file %s", path)
 	}
+	// The content first: a file with no secret key in it (a recipients
+	// file, /etc/passwd) is the wrong file, whatever its mode; only a
+	// secret key needs the mode check.
+	if !bytes.Contains(bytes.ToUpper(data), []byte(secretPrefix)) {
+		if _, rerr := age.ParseRecipients(bytes.NewReader(data)); rerr == nil {
+			return nil, errcode.New(errcode.DecryptFailed, "%s is not an age identity: it holds age1… public keys (recipients)", path).
+				WithHint("it holds only public keys, which encrypt but cannot decrypt: give the identity file (the secret key, from director key generate) that they belong to; a recipients file goes in %s", EnvRecipients)
+		}
+		return nil, errcode.New(errcode.DecryptFailed, "%s is not an age identity: it holds no %s… line", path, secretPrefix).
+			WithHint("%s", identityHint)
+	}
+	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
+		return nil, errcode.New(errcode.DecryptFailed, "age identity file %s is accessible by other users (mode %04o)", path, st.Mode().Perm()).
+			WithHint("it holds a secret key: run chmod 600 %s (and consider whether the key leaked)", path)
+	}
 	// age's parser never echoes key material in its errors.
 	ids, err := age.ParseIdentities(bytes.NewReader(data))
 	if err != nil {
-		hint := identityHint
-		if bytes.Contains(data, []byte("age1")) && !bytes.Contains(data, []byte(secretPrefix)) {
-			hint = fmt.Sprintf("%s holds only public keys (recipients), which can encrypt but not decrypt; %s", path, identityHint)
-		}
-		return nil, errcode.Hinted(err, errcode.DecryptFailed, hint, "bad age identity file %s", path)
+		return nil, errcode.Hinted(err, errcode.DecryptFailed, identityHint, "bad age identity file %s", path)
 	}
 	return ids, nil
 }

@@ -450,3 +450,42 @@ func TestSecretKeyGivenAsPathIsNeverEchoed(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadIdentitiesReadsTheContentFirst: a file that holds no secret key is
+// "not an age identity", whatever its mode, and one of public keys says so;
+// only a file with a secret key is held to the mode check.
+func TestLoadIdentitiesReadsTheContentFirst(t *testing.T) {
+	_, r := newIdentity(t)
+	dir := t.TempDir()
+	cases := []struct {
+		name, content string
+		mode          os.FileMode
+		msg, hint     string
+		noHint        string
+	}{
+		{"recipients file, world-readable", "# cron host\n" + r + "\n", 0o644, "is not an age identity: it holds age1… public keys", "only public keys", "chmod"},
+		{"passwd-like file, world-readable", "root:x:0:0:root:/root:/bin/bash\n", 0o644, "is not an age identity: it holds no AGE-SECRET-KEY-… line", EnvIdentity, "chmod"},
+		{"empty file", "", 0o600, "is not an age identity", EnvIdentity, "chmod"},
+		{"secret key, world-readable", "", 0o644, "accessible by other users", "chmod 600", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_"))
+			if c.name == "secret key, world-readable" {
+				id, _ := newIdentity(t)
+				p = id
+			} else if err := os.WriteFile(p, []byte(c.content), c.mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(p, c.mode); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadIdentities(p)
+			hint := errcode.HintOf(err)
+			if errcode.Of(err) != errcode.DecryptFailed || !strings.Contains(err.Error(), c.msg) || !strings.Contains(hint, c.hint) ||
+				(c.noHint != "" && strings.Contains(hint, c.noHint)) {
+				t.Errorf("LoadIdentities = %v [%s], hint %q; want ~%q, hint ~%q without %q", err, errcode.Of(err), hint, c.msg, c.hint, c.noHint)
+			}
+		})
+	}
+}

@@ -110,3 +110,41 @@ func TestKeyRecipientNeedsIdentity(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
 }
+
+// TestKeyRecipientOfTheWrongFile: a file that is not an identity is named
+// as such (decrypt_failed, like every unusable identity), never with a
+// chmod hint, whatever its mode.
+func TestKeyRecipientOfTheWrongFile(t *testing.T) {
+	t.Setenv(encrypt.EnvIdentity, "")
+	home := t.TempDir()
+	id := filepath.Join(home, "id.txt")
+	if code, _, errOut := runDirector(t, "--home", home, "key", "generate", "--out", id); code != 0 {
+		t.Fatalf("generate: %d %s", code, errOut)
+	}
+	_, pub, _ := runDirector(t, "--home", home, "key", "recipient", id)
+	recips := filepath.Join(home, "recips.txt")
+	if err := os.WriteFile(recips, []byte(pub), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, file string
+		msg, hint  string
+	}{
+		{"recipients file", recips, "is not an age identity: it holds age1… public keys", "only public keys"},
+		{"/etc/passwd", "/etc/passwd", "is not an age identity", encrypt.EnvIdentity},
+		{"a directory", home, "cannot read the age identity file", encrypt.EnvIdentity},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, _ := runDirector(t, "--home", home, "--json", "key", "recipient", c.file)
+			var res errorJSON
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatalf("not one JSON object: %v\n%s", err, out)
+			}
+			if code != errcode.ExitFailure || res.Error.Code != errcode.DecryptFailed || !strings.Contains(res.Error.Message, c.msg) ||
+				!strings.Contains(res.Error.Hint, c.hint) || strings.Contains(res.Error.Hint, "chmod") {
+				t.Errorf("exit %d: %+v; want exit 1, decrypt_failed, ~%q, hint ~%q without chmod", code, res.Error, c.msg, c.hint)
+			}
+		})
+	}
+}
