@@ -69,12 +69,20 @@ type LoadOptions struct {
 // problem is reported with FILE:LINE and the field, as an
 // errcode.InvalidAction error wrapping a *ValidationError.
 func Load(path string, o LoadOptions) (*Workflow, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, errcode.New(errcode.InvalidInput, "workflow %s is a directory, not a file", path).
+			WithHint("give the workflow's YAML file, such as %s", filepath.Join(path, "refresh.yaml"))
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, errcode.New(errcode.InvalidInput, "workflow file %s does not exist", path).WithHint("check the path given to director run")
 		}
-		return nil, errcode.Hinted(err, errcode.InvalidInput, "check the file's permissions", "cannot read workflow %s", path)
+		hint := "check the file's permissions"
+		if !errors.Is(err, os.ErrPermission) {
+			hint = "give a regular, readable YAML file"
+		}
+		return nil, errcode.Hinted(err, errcode.InvalidInput, hint, "cannot read workflow %s", path)
 	}
 	return Parse(path, data, o)
 }

@@ -51,6 +51,15 @@ func TestRunInvalidWorkflow(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "[invalid_input]") {
 		t.Fatalf("no file: exit %d: %s", code, errOut)
 	}
+	// A directory is named as one, not blamed on permissions.
+	adir := filepath.Join(t.TempDir(), "adir.yaml")
+	if err := os.Mkdir(adir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runDirector(t, "--home", home, "run", adir)
+	if code != 2 || !strings.Contains(errOut, "is a directory, not a file [invalid_input]; hint: give the workflow's YAML file") || strings.Contains(errOut, "permissions") {
+		t.Fatalf("a directory: exit %d: %s", code, errOut)
+	}
 }
 
 func TestRunCommand(t *testing.T) {
