@@ -159,6 +159,8 @@ func diagnose(err error) (Problem, string, string) {
 		d = "clock skew: the store rejects this machine's time"
 	case ProblemServer:
 		d = "the store is failing (server errors or inconsistent answers)"
+	case ProblemLocal:
+		d = "the store's local folder cannot be created, read or written (a local file system error)"
 	case ProblemTimeout:
 		d = "the store did not answer in time"
 	case ProblemExists:

@@ -31,6 +31,7 @@ const (
 	ProblemExists      Problem = "exists"         // the object already exists
 	ProblemTooLarge    Problem = "too_large"      // the body exceeded MaxSize
 	ProblemBody        Problem = "body"           // reading the caller's body failed
+	ProblemLocal       Problem = "local_folder"   // a file:// store's folder cannot be created, read or written
 )
 
 // storeError carries a Problem and whether a retry may help. Backends put it
@@ -70,6 +71,8 @@ func problemHint(p Problem) string {
 		return "this machine's clock is off; sync it (timedatectl set-ntp true, or chronyc makestep) and retry"
 	case ProblemServer:
 		return "the store is failing or throttling; retry later"
+	case ProblemLocal:
+		return "check the store folder's path, permissions and free space"
 	case ProblemTimeout:
 		return "the store did not answer in time; check the network and retry"
 	default:

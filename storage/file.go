@@ -71,7 +71,7 @@ func (s *fileStore) localErr(what string, err error) error {
 	if errors.Is(err, fs.ErrPermission) {
 		hint = "check the permissions of " + s.dir
 	}
-	return fail(s, what, ProblemServer, false, hint, err)
+	return fail(s, what, ProblemLocal, false, hint, err)
 }
 
 func (s *fileStore) Put(ctx context.Context, key string, r io.Reader, size int64) (err error) {

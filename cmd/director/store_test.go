@@ -174,3 +174,33 @@ func TestSnapshotAndRestoreNameTheArchiveLocation(t *testing.T) {
 		t.Errorf("restore --json: %d %s %s\nwant source %s", code, out, errOut, loc)
 	}
 }
+
+// TestStoreCheckLocalCauses: a file:// store whose folder cannot be made is
+// diagnosed as the local file system, not as a failing server.
+func TestStoreCheckLocalCauses(t *testing.T) {
+	t.Setenv("DIRECTOR_STORE", "")
+	home := t.TempDir()
+	cases := []struct {
+		name      string
+		args      []string
+		exit      int
+		code      string
+		msg, hint string
+		noMsg     string
+	}{
+		{"folder cannot be made", []string{"--store", "file:///proc/nope", "store", "check"}, 1, "storage_unavailable",
+			"local folder cannot be created, read or written", "/proc/nope", "server errors"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, _ := runDirector(t, append([]string{"--home", home, "--json"}, c.args...)...)
+			m := decodeJSON(t, out)
+			e, _ := m["error"].(map[string]any)
+			msg, _ := e["message"].(string)
+			hint, _ := e["hint"].(string)
+			if code != c.exit || e["code"] != c.code || !strings.Contains(msg, c.msg) || !strings.Contains(hint, c.hint) || strings.Contains(msg, c.noMsg) {
+				t.Errorf("exit %d, %s; want exit %d, %s, message ~%q without %q, hint ~%q", code, out, c.exit, c.code, c.msg, c.noMsg, c.hint)
+			}
+		})
+	}
+}
