@@ -88,6 +88,10 @@ func storeCheck(c *cli.Context) error {
 		return errcode.New(errcode.InvalidInput, "store check takes no arguments").WithHint("choose the store with --store or DIRECTOR_STORE")
 	}
 	g := getGlobals(c)
+	if d := c.Duration("timeout"); d <= 0 {
+		return errcode.New(errcode.InvalidInput, "--timeout must be positive, not %s", d).
+			WithHint("give the whole check time to run, for example --timeout 2m (the default)")
+	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
 	s, err := openStore(ctx, c, g)

@@ -176,7 +176,9 @@ func TestSnapshotAndRestoreNameTheArchiveLocation(t *testing.T) {
 }
 
 // TestStoreCheckLocalCauses: a file:// store whose folder cannot be made is
-// diagnosed as the local file system, not as a failing server.
+// diagnosed as the local file system, not as a failing server, and a
+// --timeout that leaves no time is invalid input, not a store that did not
+// answer.
 func TestStoreCheckLocalCauses(t *testing.T) {
 	t.Setenv("DIRECTOR_STORE", "")
 	home := t.TempDir()
@@ -190,6 +192,8 @@ func TestStoreCheckLocalCauses(t *testing.T) {
 	}{
 		{"folder cannot be made", []string{"--store", "file:///proc/nope", "store", "check"}, 1, "storage_unavailable",
 			"local folder cannot be created, read or written", "/proc/nope", "server errors"},
+		{"zero timeout", []string{"store", "check", "--timeout", "0s"}, 2, "invalid_input", "--timeout must be positive", "--timeout 2m", "did not answer"},
+		{"negative timeout", []string{"store", "check", "--timeout", "-1s"}, 2, "invalid_input", "--timeout must be positive", "--timeout 2m", "did not answer"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
