@@ -353,7 +353,9 @@ type Info struct {
 	LastSnapshotAt *time.Time `json:"last_snapshot_at,omitempty"`
 }
 
-// List describes every local profile, sorted by name.
+// List describes every local profile, sorted by name. It is the one method
+// that works without a Catalog (nil: no catalog yet), leaving out the last
+// snapshots.
 func (m *Manager) List(ctx context.Context) ([]Info, error) {
 	entries, err := os.ReadDir(m.Root)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -363,9 +365,11 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 		return nil, errcode.Wrap(err, errcode.Internal, "reading %s", m.Root)
 	}
 	out := []Info{}
-	store, err := m.catalogStore(ctx)
-	if err != nil {
-		return nil, err
+	store := ""
+	if m.Catalog != nil { // nil: no catalog yet (director profile list on a new home)
+		if store, err = m.catalogStore(ctx); err != nil {
+			return nil, err
+		}
 	}
 	m.sweepOrphanedLeftovers(ctx, entries)
 	for _, e := range entries {
@@ -384,12 +388,14 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 		} else {
 			l.Unlock()
 		}
-		if s, err := m.Catalog.LatestSnapshot(ctx, store, in.Name); err == nil {
-			in.LastSnapshot = s.ID
-			at := s.CreatedAt
-			in.LastSnapshotAt = &at
-		} else if errcode.Of(err) != errcode.SnapshotNotFound {
-			return nil, err
+		if m.Catalog != nil {
+			if s, err := m.Catalog.LatestSnapshot(ctx, store, in.Name); err == nil {
+				in.LastSnapshot = s.ID
+				at := s.CreatedAt
+				in.LastSnapshotAt = &at
+			} else if errcode.Of(err) != errcode.SnapshotNotFound {
+				return nil, err
+			}
 		}
 		out = append(out, in)
 	}

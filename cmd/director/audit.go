@@ -10,6 +10,7 @@ import (
 
 	"director/catalog"
 	"director/errcode"
+	"director/profiles"
 )
 
 // auditCommands returns `director audit`.
@@ -34,17 +35,36 @@ func auditCommands() []*cli.Command {
 			if c.Int("limit") < 0 {
 				return errcode.New(errcode.InvalidInput, "--limit must be 0 or more").WithHint("0 shows every event")
 			}
-			cat, err := openCatalog(c.Context, g)
+			profile, sessionID := c.String("profile"), c.String("session")
+			if profile != "" {
+				if err := profiles.ValidateName(profile); err != nil {
+					return errcode.Hinted(err, errcode.InvalidInput, errcode.HintOf(err), "--profile")
+				}
+			}
+			// A read-only command: without a catalog there is nothing to
+			// show, and nothing is created.
+			cat, err := openCatalogIfExists(c.Context, g)
 			if err != nil {
 				return err
 			}
-			defer cat.Close()
-			evs, err := cat.ListEvents(c.Context, catalog.EventFilter{Profile: c.String("profile"), Session: c.String("session"), Limit: c.Int("limit")})
-			if err != nil {
-				return err
+			evs := []catalog.Event{}
+			if cat != nil {
+				defer cat.Close()
+				found, err := cat.ListEvents(c.Context, catalog.EventFilter{Profile: profile, Session: sessionID, Limit: c.Int("limit")})
+				if err != nil {
+					return err
+				}
+				evs = append(evs, found...)
 			}
-			if evs == nil {
-				evs = []catalog.Event{}
+			if sessionID != "" && len(evs) == 0 {
+				// No events: say whether the session exists at all.
+				if cat == nil {
+					return errcode.New(errcode.SessionNotFound, "no session %q: there is no catalog in %s yet", sessionID, g.Home).
+						WithHint("check --home / DIRECTOR_HOME; sessions are recorded by director run")
+				}
+				if _, err := cat.GetSession(c.Context, sessionID); err != nil {
+					return err
+				}
 			}
 			g.emit(map[string]any{"status": "ok", "events": evs}, func(w io.Writer) { printEvents(w, evs) })
 			return nil

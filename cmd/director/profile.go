@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"regexp"
@@ -30,16 +32,36 @@ func openCatalog(ctx context.Context, g *globals) (*catalog.DB, error) {
 	return catalog.Open(ctx, g.CatalogPath())
 }
 
+// openCatalogIfExists opens <home>/director.db for a read-only command:
+// it returns a nil DB, and creates neither the home nor the catalog, when
+// there is no catalog yet.
+func openCatalogIfExists(ctx context.Context, g *globals) (*catalog.DB, error) {
+	if _, err := os.Stat(g.CatalogPath()); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return catalog.Open(ctx, g.CatalogPath())
+}
+
 // newManager opens the catalog and the store and builds a profiles.Manager
 // from the global flags. The caller closes m.Catalog.
 func newManager(c *cli.Context) (*profiles.Manager, error) {
+	return newManagerFor(c, false)
+}
+
+// newManagerFor is newManager; readOnly leaves m.Catalog nil, rather than
+// creating the home and the catalog, when there is no catalog yet.
+func newManagerFor(c *cli.Context, readOnly bool) (*profiles.Manager, error) {
 	g := getGlobals(c)
 	ctx := c.Context
 	if n := c.Int64("max-size"); n <= 0 {
 		return nil, errcode.New(errcode.InvalidInput, "--max-size must be a positive number of bytes, not %d", n).
 			WithHint("the default is %d (500 MiB); DIRECTOR_MAX_SIZE sets it too", profiles.DefaultMaxSize)
 	}
-	cat, err := openCatalog(ctx, g)
+	open := openCatalog
+	if readOnly {
+		open = openCatalogIfExists
+	}
+	cat, err := open(ctx, g)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +96,9 @@ func newManager(c *cli.Context) (*profiles.Manager, error) {
 		},
 	}
 	fail := func(err error) (*profiles.Manager, error) {
-		_ = cat.Close()
+		if cat != nil {
+			_ = cat.Close()
+		}
 		return nil, err
 	}
 	if m.Store, err = openStore(ctx, c, g); err != nil {
@@ -127,6 +151,22 @@ func withManager(fn func(c *cli.Context, g *globals, m *profiles.Manager) error)
 	}
 }
 
+// withReadOnlyManager is withManager for commands that only read: without a
+// catalog yet, fn gets a Manager whose Catalog is nil, and nothing is
+// created (not the home, not director.db).
+func withReadOnlyManager(fn func(c *cli.Context, g *globals, m *profiles.Manager) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		m, err := newManagerFor(c, true)
+		if err != nil {
+			return err
+		}
+		if m.Catalog != nil {
+			defer m.Catalog.Close()
+		}
+		return fn(c, getGlobals(c), m)
+	}
+}
+
 // oneArg returns the single positional argument or a usage error.
 func oneArg(c *cli.Context, what string) (string, error) {
 	if c.NArg() != 1 {
@@ -157,7 +197,7 @@ func profileCommands() []*cli.Command {
 		},
 		{
 			Name: "list", Usage: "list local profiles with size, last snapshot and whether they are in use",
-			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+			Action: withReadOnlyManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				list, err := m.List(c.Context)
 				if err != nil {
 					return err
@@ -296,10 +336,18 @@ func profileCommands() []*cli.Command {
 		},
 		{
 			Name: "snapshots", Usage: "list snapshots in the catalog, newest first", ArgsUsage: "[NAME]",
-			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
-				list, err := m.Snapshots(c.Context, c.Args().First())
-				if err != nil {
-					return err
+			Action: withReadOnlyManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+				var list []catalog.Snapshot
+				if name := c.Args().First(); m.Catalog == nil && name != "" {
+					// No catalog yet: nothing to list, but a bad name is still refused.
+					if err := profiles.ValidateName(name); err != nil {
+						return err
+					}
+				} else if m.Catalog != nil {
+					var err error
+					if list, err = m.Snapshots(c.Context, name); err != nil {
+						return err
+					}
 				}
 				if list == nil {
 					list = []catalog.Snapshot{}

@@ -131,3 +131,86 @@ func TestErrorsExitCodesAndJSON(t *testing.T) {
 		t.Errorf("text error: %d %q", code, errOut)
 	}
 }
+
+// TestReadOnlyCommandsCreateNothing: audit, profile list and profile
+// snapshots on a home that does not exist report empty results (or the
+// error their arguments deserve) and create neither the home nor the
+// catalog.
+func TestReadOnlyCommandsCreateNothing(t *testing.T) {
+	home := cliEnv(t)
+	cases := []struct {
+		name    string
+		args    []string
+		exit    int
+		code    string // error code, "" for success
+		listKey string // the empty list of a success
+	}{
+		{"audit", []string{"audit"}, 0, "", "events"},
+		{"audit of a profile", []string{"audit", "--profile", "work"}, 0, "", "events"},
+		{"audit of a bad profile name", []string{"audit", "--profile", "BAD NAME"}, 2, "invalid_input", ""},
+		{"audit of an unknown session", []string{"audit", "--session", "nosuch"}, 1, "session_not_found", ""},
+		{"profile list", []string{"profile", "list"}, 0, "", "profiles"},
+		{"profile snapshots", []string{"profile", "snapshots"}, 0, "", "snapshots"},
+		{"profile snapshots of a profile", []string{"profile", "snapshots", "work"}, 0, "", "snapshots"},
+		{"profile snapshots of a bad name", []string{"profile", "snapshots", "BAD NAME"}, 2, "invalid_input", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := runDirector(t, append([]string{"--home", home, "--json"}, c.args...)...)
+			m := decodeJSON(t, out)
+			if code != c.exit {
+				t.Fatalf("exit %d, want %d: %s %s", code, c.exit, out, errOut)
+			}
+			if c.code != "" {
+				if e, _ := m["error"].(map[string]any); e["code"] != c.code {
+					t.Errorf("error %v, want %s", m["error"], c.code)
+				}
+			} else if l, ok := m[c.listKey].([]any); !ok || len(l) != 0 {
+				t.Errorf("%s = %v, want an empty list", c.listKey, m[c.listKey])
+			}
+			if _, err := os.Stat(home); !os.IsNotExist(err) {
+				t.Errorf("the home %s was created (%v)", home, err)
+			}
+		})
+	}
+}
+
+// TestAuditFilters: with a catalog, audit refuses an invalid profile name
+// like every command does, and names a session that does not exist instead
+// of printing "no audit events".
+func TestAuditFilters(t *testing.T) {
+	home := withProfile(t) // creates the catalog
+	cases := []struct {
+		name       string
+		args       []string
+		exit       int
+		code       string
+		msg, hint  string
+		textOutput string // in stdout without --json, for a success
+	}{
+		{"bad profile name", []string{"--profile", "BAD NAME"}, 2, "invalid_input", `invalid profile name "BAD NAME"`, "lower-case letters", ""},
+		{"unknown session", []string{"--session", "nosuch"}, 1, "session_not_found", `no session "nosuch"`, "director audit", ""},
+		{"profile without events", []string{"--profile", "work"}, 0, "", "", "", "no audit events"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, _ := runDirector(t, append([]string{"--home", home, "--json", "audit"}, c.args...)...)
+			m := decodeJSON(t, out)
+			if code != c.exit {
+				t.Fatalf("exit %d, want %d: %s", code, c.exit, out)
+			}
+			if c.code == "" {
+				if _, text, _ := runDirector(t, append([]string{"--home", home, "audit"}, c.args...)...); !strings.Contains(text, c.textOutput) {
+					t.Errorf("text output %q, want %q", text, c.textOutput)
+				}
+				return
+			}
+			e, _ := m["error"].(map[string]any)
+			msg, _ := e["message"].(string)
+			hint, _ := e["hint"].(string)
+			if e["code"] != c.code || !strings.Contains(msg, c.msg) || !strings.Contains(hint, c.hint) {
+				t.Errorf("error %v, want %s ~%q, hint ~%q", e, c.code, c.msg, c.hint)
+			}
+		})
+	}
+}
