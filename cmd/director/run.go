@@ -68,8 +68,12 @@ func runCommands() []*cli.Command {
 			&cli.GenericFlag{Name: "var", Value: &varsFlag{}, Usage: "set a workflow variable, `NAME=VALUE` (repeatable; overrides vars:)"},
 			&cli.StringFlag{Name: "artifacts", Usage: "write screenshots to `DIR` (default: a new temp directory)"},
 			&cli.StringFlag{Name: "cdp-url", EnvVars: []string{"DIRECTOR_CDP_URL"}, Usage: "attach to a running browser at `URL` (ws:// or http://) instead of launching Chrome"},
-			&cli.BoolFlag{Name: "headless", Usage: "run Chrome headless (the default unless the workflow says browser.headless: false)"},
-			&cli.BoolFlag{Name: "headed", Usage: "show the Chrome window"},
+			// Neither flag set leaves the choice to the workflow: DefaultText
+			// says so, where urfave/cli would print "(default: false)".
+			&cli.BoolFlag{Name: "headless", Usage: "run Chrome without a window, whatever the workflow's browser.headless says",
+				DefaultText: "the workflow's browser.headless, headless when it has none"},
+			&cli.BoolFlag{Name: "headed", Usage: "show the Chrome window (needs a display), whatever the workflow's browser.headless says",
+				DefaultText: "the workflow's browser.headless, headless when it has none"},
 			&cli.IntFlag{Name: "keep", EnvVars: []string{"DIRECTOR_AUDIT_KEEP"}, Value: catalog.DefaultKeepEvents, Usage: "keep at most `N` audit events after the run (0 keeps all)"},
 			&cli.BoolFlag{Name: "force", Usage: "restore a snapshot written by a newer Chrome than the local one (Chrome may reset parts of a profile it sees as downgraded)"},
 		},

@@ -331,3 +331,28 @@ func TestRunCDPURLQuiet(t *testing.T) {
 		})
 	}
 }
+
+// TestRunHelpDefaults: run --help states the real defaults of its flags.
+func TestRunHelpDefaults(t *testing.T) {
+	code, out, errOut := runDirector(t, "run", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	cases := []struct {
+		flag, want, not string
+	}{
+		{"--headless", "(default: the workflow's browser.headless, headless when it has none)", "(default: false)"},
+		{"--headed", "(default: the workflow's browser.headless, headless when it has none)", "(default: false)"},
+	}
+	for _, c := range cases {
+		var line string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), c.flag+" ") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, c.want) || strings.Contains(line, c.not) {
+			t.Errorf("help line %q: want %q, not %q", line, c.want, c.not)
+		}
+	}
+}
