@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -66,7 +67,7 @@ func runCommands() []*cli.Command {
 			"`director profile open NAME --snapshot`), 4 domain blocked. See docs/workflows.md.",
 		Flags: []cli.Flag{
 			&cli.GenericFlag{Name: "var", Value: &varsFlag{}, Usage: "set a workflow variable, `NAME=VALUE` (repeatable; overrides vars:)"},
-			&cli.StringFlag{Name: "artifacts", Usage: "write screenshots to `DIR` (default: a new temp directory)"},
+			&cli.StringFlag{Name: "artifacts", Usage: "write screenshots to `DIR`", DefaultText: "a new directory under <home>/artifacts, named in the result"},
 			&cli.StringFlag{Name: "cdp-url", EnvVars: []string{"DIRECTOR_CDP_URL"}, Usage: "attach to a running browser at `URL` (ws:// or http://) instead of launching Chrome"},
 			// Neither flag set leaves the choice to the workflow: DefaultText
 			// says so, where urfave/cli would print "(default: false)".
@@ -110,8 +111,9 @@ func runWorkflow(c *cli.Context) error {
 			return err
 		}
 	}
-	if dir := c.String("artifacts"); dir != "" {
-		if err := prepareArtifactsDir(dir); err != nil {
+	artifacts := c.String("artifacts")
+	if artifacts != "" {
+		if err := prepareArtifactsDir(artifacts); err != nil {
 			return err
 		}
 	}
@@ -146,7 +148,7 @@ func runWorkflow(c *cli.Context) error {
 
 	r := &workflows.Runner{
 		Launch:        workflows.ChromeLauncher(workflows.ChromeOptions{ChromePath: c.String("chrome"), CDPURL: cdpURL, Log: g.Log}),
-		ArtifactsDir:  c.String("artifacts"),
+		ArtifactsDir:  artifacts,
 		KeepEvents:    c.Int("keep"),
 		ForceRestore:  c.Bool("force"),
 		RemoteBrowser: cdpURL != "",
@@ -160,6 +162,14 @@ func runWorkflow(c *cli.Context) error {
 		r.Headless = ptr(true)
 	case c.Bool("headed"):
 		r.Headless = ptr(false)
+	}
+	if artifacts == "" && hasScreenshots(w) {
+		// Screenshots of runs without --artifacts go under the home, where
+		// a cron user finds them (and the result names the directory), not
+		// into an unannounced temp directory.
+		if r.ArtifactsDir, err = newArtifactsDir(g, w); err != nil {
+			return err
+		}
 	}
 	if w.Incognito {
 		cat, err := openCatalog(ctx, g)
@@ -205,6 +215,41 @@ type runOutput struct {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func hasScreenshots(w *workflows.Workflow) bool {
+	for _, st := range w.Steps {
+		if st.Kind == workflows.StepScreenshot {
+			return true
+		}
+	}
+	return false
+}
+
+// newArtifactsDir makes the screenshots directory of a run without
+// --artifacts: <home>/artifacts/<UTC time>-<workflow name>-<random>.
+func newArtifactsDir(g *globals, w *workflows.Workflow) (string, error) {
+	root := filepath.Join(g.Home, "artifacts")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return "", errcode.Hinted(err, errcode.Internal, "check that --home / DIRECTOR_HOME is writable, or pass --artifacts DIR", "cannot create %s", root)
+	}
+	slug := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' {
+			return r
+		}
+		if r >= 'A' && r <= 'Z' {
+			return r - 'A' + 'a'
+		}
+		return '-'
+	}, w.Name)
+	if len(slug) > 40 {
+		slug = slug[:40]
+	}
+	dir, err := os.MkdirTemp(root, time.Now().UTC().Format("20060102T150405Z")+"-"+slug+"-")
+	if err != nil {
+		return "", errcode.Hinted(err, errcode.Internal, "check that "+root+" is writable, or pass --artifacts DIR", "cannot create an artifacts directory")
+	}
+	return dir, nil
+}
 
 // cdpURLHint shows the forms --cdp-url takes.
 const cdpURLHint = "give the browser's DevTools address, such as http://127.0.0.1:9222 (Chrome started with --remote-debugging-port=9222) or ws://127.0.0.1:9222/devtools/browser/ID"
@@ -328,6 +373,9 @@ func printResult(w io.Writer, out runOutput) {
 		for _, k := range keys {
 			fmt.Fprintf(w, "    %s = %v\n", k, res.Outputs[k])
 		}
+	}
+	if res.ArtifactsDir != "" {
+		fmt.Fprintf(w, "  artifacts in %s\n", res.ArtifactsDir)
 	}
 	for _, a := range res.Artifacts {
 		fmt.Fprintf(w, "  artifact %s\n", a)

@@ -97,16 +97,27 @@ steps:
 	sessionID := m["session_id"].(string)
 
 	// Text mode, without --artifacts: the screenshot goes to a new
-	// directory under the temp dir, and the output says where.
+	// directory under <home>/artifacts, named after the time and the
+	// workflow, not into the temp dir, and the output says where.
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	code, out, _ = d("run", ok)
 	if code != 0 || !strings.Contains(out, "ok: workflow widgets on incognito") || !strings.Contains(out, "out = Hello nobody (red)") {
 		t.Fatalf("text: exit %d %s", code, out)
 	}
-	shots, _ := filepath.Glob(filepath.Join(tmp, "director-artifacts-*", "page.png"))
-	if len(shots) != 1 || !strings.Contains(out, "artifact "+shots[0]+"\n") {
+	shots, _ := filepath.Glob(filepath.Join(home, "artifacts", "*-widgets-*", "page.png"))
+	if len(shots) != 1 || !strings.Contains(out, "artifact "+shots[0]+"\n") || !strings.Contains(out, "artifacts in "+filepath.Dir(shots[0])+"\n") {
 		t.Fatalf("text: screenshots %v, output %s", shots, out)
+	}
+	if stray, _ := filepath.Glob(filepath.Join(tmp, "director-artifacts-*")); len(stray) != 0 {
+		t.Fatalf("screenshots in the temp dir: %v", stray)
+	}
+	// --quiet --json (cron): the result names the directory.
+	code, out, errOut = d("--quiet", "run", ok, "--json")
+	m = firstJSON(t, out)
+	artsDir, _ := m["artifacts_dir"].(string)
+	if code != 0 || errOut != "" || !strings.HasPrefix(artsDir, filepath.Join(home, "artifacts")+string(filepath.Separator)) {
+		t.Fatalf("quiet json: exit %d, artifacts_dir %q, stderr %q", code, artsDir, errOut)
 	}
 
 	// A link to a blocked domain: exit 4.
