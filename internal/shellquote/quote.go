@@ -4,7 +4,8 @@ import "strings"
 
 // Quote returns s as one word of a POSIX shell command (sh, bash, zsh): s
 // itself when it holds only characters no shell treats specially, else s in
-// single quotes, with each ' written as '\”.
+// single quotes, each single quote inside ending the quoted run, escaped
+// with a backslash, and a new run begun.
 func Quote(s string) string {
 	if s != "" && strings.Trim(s, safe) == "" {
 		return s
