@@ -1032,3 +1032,71 @@ func TestListSweepsLeftoversOfMissingProfiles(t *testing.T) {
 		}
 	}
 }
+
+// A machine that cannot decrypt the newest snapshot of a profile (no
+// identity, or another one) must not quietly restore an older plaintext one
+// as "latest": it fails with decrypt_failed and creates nothing. With the
+// right identity it restores the newest; an older snapshot it cannot read
+// does not stand in the way of a newer one it can.
+func TestRestoreLatestNeverGoesBackPastASnapshotItCannotRead(t *testing.T) {
+	ctx := context.Background()
+	id, _ := age.GenerateX25519Identity()
+	other, _ := age.GenerateX25519Identity()
+	clock := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
+	a := newTestManager(t)
+	a.Now = func() time.Time { clock = clock.Add(time.Hour); return clock }
+	if err := a.Create(ctx, "demo"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, a.Dir("demo"), "demo")
+	snap := func() string {
+		res, err := a.Snapshot(ctx, "demo", SnapshotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.ID
+	}
+	plain := snap()
+	a.Recipients = []age.Recipient{id.Recipient()}
+	enc := snap()
+
+	for _, tt := range []struct {
+		name string
+		ids  []age.Identity
+		want string // the snapshot restored, "" for decrypt_failed
+	}{
+		{"no identity", nil, ""},
+		{"another identity", []age.Identity{other}, ""},
+		{"the right identity", []age.Identity{id}, enc},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newTestManager(t)
+			b.Store, b.Identities = a.Store, tt.ids
+			res, err := b.Restore(ctx, "demo", "latest", RestoreOptions{})
+			if tt.want != "" {
+				if err != nil || res.ID != tt.want {
+					t.Fatalf("restore = %+v, %v; want %s", res, err, tt.want)
+				}
+				return
+			}
+			hint := errcode.HintOf(err)
+			if errcode.Of(err) != errcode.DecryptFailed || !strings.Contains(err.Error(), enc) || !strings.Contains(hint, "DIRECTOR_AGE_IDENTITY") {
+				t.Fatalf("restore = %+v, %v [%s] (hint %q); want decrypt_failed naming %s", res, err, errcode.Of(err), hint, enc)
+			}
+			if _, err := os.Stat(b.Dir("demo")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the failed restore created the profile (%v)", err)
+			}
+		})
+	}
+
+	// Newer plaintext after the encrypted one: a machine without the key
+	// restores the newest, which it can read.
+	a.Recipients = nil
+	newest := snap()
+	c := newTestManager(t)
+	c.Store = a.Store
+	res, err := c.Restore(ctx, "demo", "latest", RestoreOptions{})
+	if err != nil || res.ID != newest {
+		t.Fatalf("restore = %+v, %v; want %s (plain %s, encrypted %s)", res, err, newest, plain, enc)
+	}
+}

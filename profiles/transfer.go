@@ -539,8 +539,15 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, unlisted *er
 		return row, errcode.New(errcode.SnapshotNotFound, "no snapshot %q of profile %q in the catalog or in %s", ref, name, m.Store).
 			WithHint("list snapshots with `director profile snapshots %s`", name)
 	}
-	adoptErr := m.adoptFromStore(ctx, store, name)
+	locked, lockedErr, adoptErr := m.adoptFromStore(ctx, store, name)
 	row, err := m.Catalog.LatestSnapshot(ctx, store, name)
+	if locked != "" && (err != nil || idNewer(name, locked, row)) {
+		// The newest snapshot is one this machine cannot read: restoring
+		// the catalog's latest instead would quietly go back in time.
+		return row, errcode.Hinted(lockedErr, errcode.DecryptFailed,
+			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots are encrypted to; a newly generated key cannot decrypt them",
+			"the newest snapshot of %q in %s, %s, is encrypted to a key this machine does not have; nothing was restored", name, m.Store, locked)
+	}
 	if adoptErr != nil && err == nil {
 		// Reported by the caller (warnUnlisted) when it goes on: when it
 		// cannot, the error says it.
@@ -562,11 +569,14 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, unlisted *er
 // adoptFromStore lists "<name>/" in the store and adds to the catalog every
 // snapshot whose manifest and archive are stored but which the catalog lacks
 // (one made on another machine). It reads only those manifests, never an
-// archive.
-func (m *Manager) adoptFromStore(ctx context.Context, store, name string) error {
+// archive. A manifest that the Manager's identity (or lack of one) cannot
+// decrypt is passed over: locked is the newest such snapshot id, and
+// lockedErr the decrypt error, so that the caller can tell whether the
+// snapshot it would pick is really the newest.
+func (m *Manager) adoptFromStore(ctx context.Context, store, name string) (locked string, lockedErr, err error) {
 	objs, err := m.Store.List(ctx, name+"/")
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	present := make(map[string]bool, len(objs))
 	for _, o := range objs {
@@ -581,18 +591,47 @@ func (m *Manager) adoptFromStore(ctx context.Context, store, name string) error 
 			continue // known, or the catalog failed (reported by the caller's query)
 		}
 		man, err := m.getManifest(ctx, o.Key)
+		if errcode.Of(err) == errcode.DecryptFailed && encrypt.WrongKey(err) {
+			if idTime(name, id).After(idTime(name, locked)) || locked == "" {
+				locked, lockedErr = id, err
+			}
+			continue
+		}
 		if err != nil {
-			return err
+			return locked, lockedErr, err
 		}
 		if man.ID != id || !present[man.ArchiveKey] {
 			continue // an upload still in progress, or a damaged manifest
 		}
 		if err := m.Catalog.UpsertSnapshot(ctx, rowFromManifest(man, o.Key, store)); err != nil {
-			return err
+			return locked, lockedErr, err
 		}
 		m.log().Info("found a snapshot in the store that the catalog lacked", "id", id)
 	}
-	return nil
+	return locked, lockedErr, nil
+}
+
+// idTime is the creation time, to the second, that a snapshot id of profile
+// ("<profile>-<UTC timestamp>-<random>") carries; zero when it has none.
+func idTime(profile, id string) time.Time {
+	rest, ok := strings.CutPrefix(id, profile+"-")
+	if !ok {
+		return time.Time{}
+	}
+	stamp, _, _ := strings.Cut(rest, "-")
+	t, err := time.Parse("20060102T150405Z", stamp)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// idNewer says whether snapshot id of profile is newer than row, by the
+// time its id carries: at the same second (or with no time), it counts as
+// newer, so that a snapshot that cannot be read is never passed over.
+func idNewer(profile, id string, row catalog.Snapshot) bool {
+	t := idTime(profile, id)
+	return t.IsZero() || !t.Before(row.CreatedAt.Truncate(time.Second))
 }
 
 // VerifyResult reports a verification.
