@@ -51,7 +51,8 @@ type Manifest struct {
 	RawSize       int64     `json:"raw_size"` // sum of regular file sizes
 	// FilesSHA256 (version 2) is the sha256 of the lines
 	// "<sha256 hex>  <path>\n" of every regular file in Files order: what
-	// `sha256sum` prints for them, for ordinary names. Set in the stored copy
+	// `sha256sum --zero` prints for them with each NUL made a newline (plain
+	// `sha256sum` escapes names with a backslash or a newline). Set in the stored copy
 	// and in the archive's DigestPath entry.
 	FilesSHA256 string `json:"files_sha256,omitempty"`
 	// Filled in only in the stored copy:

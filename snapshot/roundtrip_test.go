@@ -3,14 +3,13 @@ package snapshot
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"director/internal/testenv"
@@ -120,6 +119,10 @@ func TestPlainTarReadsArchive(t *testing.T) {
 	testenv.Require(t, "the zstd binary (tar --zstd runs it)", err)
 	src := t.TempDir()
 	writeTree(t, src, profileTree())
+	// Names that plain sha256sum output would escape.
+	for _, name := range []string{`back\slash`, "new\nline", "sp ace"} {
+		must(t, os.WriteFile(filepath.Join(src, "Default", name), []byte(name), 0o600))
+	}
 	m, arc := createArchive(t, src, CreateOptions{})
 	f := filepath.Join(t.TempDir(), "a.tar.zst")
 	must(t, os.WriteFile(f, arc, 0o600))
@@ -146,22 +149,22 @@ func TestPlainTarReadsArchive(t *testing.T) {
 	if _, err := ParseManifest(mb); err != nil {
 		t.Errorf("manifest extracted by tar does not parse: %v", err)
 	}
-	// The digest is what sha256sum prints for the files, hashed: a user
-	// with plain tools can check an archive without director.
-	args := []string{"--"}
+	// The digest is what the README's coreutils recipe prints: a user with
+	// plain tools can check an archive without director, odd names too.
+	var list bytes.Buffer
 	for _, f := range m.Files {
 		if f.Type == TypeFile {
-			args = append(args, f.Path)
+			list.WriteString(f.Path + "\x00")
 		}
 	}
-	sums := exec.Command("sha256sum", args...)
-	sums.Dir = dst
-	lst, err := sums.Output()
+	recipe := exec.Command("sh", "-c", `xargs -0 sha256sum --zero -- | tr '\0' '\n' | sha256sum`)
+	recipe.Dir, recipe.Stdin = dst, &list
+	out, err = recipe.Output()
 	must(t, err)
+	got, _, _ := strings.Cut(string(out), " ")
 	db, err := os.ReadFile(filepath.Join(dst, DigestPath))
 	must(t, err)
-	want := sha256.Sum256(lst)
-	if !bytes.Contains(db, []byte(hex.EncodeToString(want[:]))) || m.FilesSHA256 != hex.EncodeToString(want[:]) {
-		t.Errorf("%s holds %s; sha256sum of the files hashes to %x, the manifest says %s", DigestPath, db, want, m.FilesSHA256)
+	if !bytes.Contains(db, []byte(got)) || m.FilesSHA256 != got {
+		t.Errorf("%s holds %s; the README's sha256sum recipe gives %s, the manifest says %s", DigestPath, db, got, m.FilesSHA256)
 	}
 }
