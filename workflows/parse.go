@@ -1040,7 +1040,7 @@ func (d *decoder) action(st *Step, a kv, field string, w *Workflow) {
 	case StepCloseTab:
 		if has("tab") && !isNull(fields["tab"].val) {
 			st.Tab = getStr("tab", false)
-			if !tabRe.MatchString(st.Tab) && !bad["tab"] {
+			if st.Tab != "" && !tabRe.MatchString(st.Tab) && !bad["tab"] { // "" is the current tab, as null is
 				d.add(lineFor("tab"), field+".tab", "must be a tab handle such as t1 or t2, got %q", st.Tab)
 			}
 		}

@@ -338,3 +338,17 @@ func TestParseRootCauseOnly(t *testing.T) {
 		})
 	}
 }
+
+// close_tab with an empty handle closes the current tab, like no handle.
+func TestCloseTabEmptyHandle(t *testing.T) {
+	for _, step := range []string{"close_tab:", "close_tab: ''", "close_tab: {}", "close_tab: {tab: ''}"} {
+		w, err := Parse("c.yaml", []byte("name: x\nprofile: p\nsteps:\n  - open_tab: http://h/\n  - "+step+"\n"), LoadOptions{LookupEnv: env(nil)})
+		if err != nil {
+			t.Errorf("%s: %v", step, err)
+			continue
+		}
+		if w.Steps[1].Tab != "" {
+			t.Errorf("%s: tab %q, want the current one", step, w.Steps[1].Tab)
+		}
+	}
+}
