@@ -4,10 +4,11 @@ BIN       ?= bin/director
 RACE_PKGS ?= ./...
 export PATH := $(shell $(GO) env GOPATH)/bin:$(PATH)
 
-.PHONY: help build test test-race lint bench demo deps clean fuzz
+.PHONY: help build install test test-race lint bench demo deps clean fuzz
 
 help:
 	@echo "make build   build $(BIN)"
+	@echo "make install build and install it as $(PREFIX)/bin/director (PREFIX=/usr/local; sudo when needed)"
 	@echo "make test    install what is missing, lint, all tests (real Chromium, real S3 server, real SQLite), race tests"
 	@echo "make bench   benchmarks against tar czf / tar -I zstd, S3 and workflow overhead"
 	@echo "make demo    install what is missing, build, and run the whole story on a local demo site"
@@ -15,6 +16,11 @@ help:
 
 build:
 	$(GO) build -o $(BIN) ./cmd/director
+
+PREFIX ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/director
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
