@@ -50,6 +50,17 @@ type SnapshotResult struct {
 
 func (m *Manager) encrypting() bool { return len(m.Recipients) > 0 }
 
+// SnapshotAllowed says whether Snapshot may store an archive at all: a
+// remote store takes only encrypted archives unless InsecureNoEncryption.
+// A caller with work to do before its snapshot (a workflow run) asks first.
+func (m *Manager) SnapshotAllowed() error {
+	if storage.IsRemote(m.Store) && !m.encrypting() && !m.InsecureNoEncryption {
+		return errcode.New(errcode.InvalidInput, "refusing to upload an unencrypted profile to %s: archives hold live cookies", m.Store).
+			WithHint("set DIRECTOR_AGE_RECIPIENTS (create a key with `director key generate`), or pass --insecure-no-encryption")
+	}
+	return nil
+}
+
 // Snapshot archives a profile into the store and records it in the catalog.
 // The catalog row is inserted only after the archive and its manifest are
 // stored; a failure removes what was stored.
@@ -60,9 +71,8 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 		return nil, err
 	}
 	defer unlock()
-	if storage.IsRemote(m.Store) && !m.encrypting() && !m.InsecureNoEncryption {
-		return nil, errcode.New(errcode.InvalidInput, "refusing to upload an unencrypted profile to %s: archives hold live cookies", m.Store).
-			WithHint("set DIRECTOR_AGE_RECIPIENTS (create a key with `director key generate`), or pass --insecure-no-encryption")
+	if err := m.SnapshotAllowed(); err != nil {
+		return nil, err
 	}
 	host, _ := os.Hostname()
 	id := m.newID(name)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"director/catalog"
@@ -231,6 +232,13 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 	}
 	if !w.Incognito && r.Profiles == nil {
 		return errcode.New(errcode.Internal, "workflows: runner without a profiles manager").WithHint("this is a bug in director; report it")
+	}
+	if snapshots(w) && !r.RemoteBrowser {
+		// Known now, not after the whole run.
+		if serr := r.Profiles.SnapshotAllowed(); serr != nil {
+			return errcode.Hinted(serr, errcode.Of(serr), errcode.HintOf(serr)+"; or set snapshot: never in "+w.File,
+				"%s would snapshot profile %s", w.File, w.Profile)
+		}
 	}
 
 	// The profile lock is held for the whole run: a second run (or a
@@ -588,6 +596,18 @@ func (r *Runner) steps(ctx context.Context, w *Workflow, s *session.Session, loc
 		res.Steps = append(res.Steps, sr)
 	}
 	return nil
+}
+
+// snapshots says whether a run of w may snapshot its profile: by its
+// snapshot policy or by a snapshot step.
+func snapshots(w *Workflow) bool {
+	if w.Incognito {
+		return false
+	}
+	if w.Snapshot != SnapshotNever {
+		return true
+	}
+	return slices.ContainsFunc(w.Steps, func(st Step) bool { return st.Kind == StepSnapshot })
 }
 
 // wallSelector is the workflow's login wall selector, "" when it has none.

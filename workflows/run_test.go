@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,8 +16,10 @@ import (
 
 	"director/catalog"
 	"director/errcode"
+	"director/internal/s3test"
 	"director/internal/testsite"
 	"director/profiles"
+	"director/session"
 	"director/storage"
 )
 
@@ -904,5 +907,51 @@ func TestLoginCheckSelectorTheBrowserRefuses(t *testing.T) {
 	}
 	if h := errcode.HintOf(err); !strings.Contains(h, "login_wall_selector") {
 		t.Errorf("hint %q does not name the field", h)
+	}
+}
+
+// TestUnencryptedRemoteSnapshotRefusedUpFront: a workflow that would
+// snapshot into a remote store without encryption fails before the
+// restore and the launch (invalid_input, exit 2), not after the whole run;
+// one that never snapshots runs.
+func TestUnencryptedRemoteSnapshotRefusedUpFront(t *testing.T) {
+	e := newEnv(t)
+	srv := s3test.Start(t)
+	st, err := storage.Open(context.Background(), srv.StoreURL("snaps"), storage.Options{AWSAccessKeyID: srv.AccessKey, AWSSecretAccessKey: srv.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.m.Store = st
+	launch := e.runner.Launch
+	launched := 0
+	e.runner.Launch = func(ctx context.Context, o LaunchOptions) (session.Browser, error) {
+		launched++
+		return launch(ctx, o)
+	}
+	for _, c := range []struct {
+		name, src string
+		code      errcode.Code
+		launches  int
+	}{
+		{"on success", "snapshot: on_success\nsteps:\n  - navigate: SITE/\n", errcode.InvalidInput, 0},
+		{"a snapshot step", "snapshot: never\nsteps:\n  - navigate: SITE/\n  - snapshot:\n", errcode.InvalidInput, 0},
+		{"never", "snapshot: never\nrestore: none\nsteps:\n  - navigate: SITE/\n", "", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			launched = 0
+			res, err := e.run(t, e.wf(t, "name: up\nprofile: remote\n"+c.src))
+			if errcode.Of(err) != c.code || launched != c.launches {
+				t.Fatalf("got %v [%s] after %d launches, want %q after %d", err, errcode.Of(err), launched, c.code, c.launches)
+			}
+			if c.code == "" {
+				return
+			}
+			if errcode.ExitStatus(err) != 2 || !strings.Contains(errcode.HintOf(err), "DIRECTOR_AGE_RECIPIENTS") || res.RestoredID != "" {
+				t.Errorf("exit %d, hint %q, restored %q", errcode.ExitStatus(err), errcode.HintOf(err), res.RestoredID)
+			}
+			if _, err := os.Stat(e.m.Dir("remote")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the refused run created the profile (%v)", err)
+			}
+		})
 	}
 }
