@@ -53,7 +53,7 @@ func Find(explicit string) (string, error) {
 }
 
 func find(explicit string, getenv func(string) string, lookPath func(string) (string, error), fallbacks []string) (string, error) {
-	source := "--chrome"
+	source := "--chrome / CHROME_PATH" // the flag, or the variable that fills it
 	if explicit == "" {
 		explicit, source = getenv("CHROME_PATH"), "CHROME_PATH"
 	}

@@ -25,7 +25,7 @@ func encryptionFlags() []cli.Flag {
 		&cli.StringFlag{
 			Name:    "age-identity",
 			EnvVars: []string{encrypt.EnvIdentity},
-			Usage:   "age identity `FILE` (secret key, mode 0600) that decrypts snapshots on restore and verify",
+			Usage:   "age identity `FILE` (secret key, mode 0600) that decrypts snapshots on restore, verify and catalog rebuild",
 		},
 	}
 }
