@@ -715,6 +715,36 @@ type PruneResult struct {
 // another machine between storing its archive and its manifest.
 const StrayGrace = time.Hour
 
+// oldStrays returns the strays (see strays) in objs that are StrayGrace
+// old by the store's clock. The times in a listing are the store's (a file
+// server's, an object store's), and this machine's clock may be hours off
+// it: aged by the local clock, another machine's archive stored a moment
+// ago, whose manifest is on its way, could pass for an old stray. So when
+// there is any stray at all, the store is asked for its time: it stores a
+// one-byte probe under storage.CheckPrefix and reads the time it got.
+func (m *Manager) oldStrays(ctx context.Context, name string, objs []storage.Object, rows []catalog.Snapshot) ([]string, error) {
+	if len(strays(name, objs, rows, time.Now().Add(100*365*24*time.Hour))) == 0 {
+		return nil, nil
+	}
+	key := storage.CheckPrefix + "clock-" + randomSuffix(8)
+	if err := m.Store.Put(ctx, key, strings.NewReader("x"), 1); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := m.Store.Delete(context.WithoutCancel(ctx), key); err != nil {
+			m.log().Debug("could not remove the clock probe", "key", key, "err", err)
+		}
+	}()
+	o, err := m.Store.Stat(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if o.Modified.IsZero() {
+		return nil, nil // a store that gives no times: nothing can be aged
+	}
+	return strays(name, objs, rows, o.Modified.Add(-StrayGrace)), nil
+}
+
 // strays returns the keys under profile/ in objs that belong to no
 // snapshot: an archive whose manifest is not in objs, or a manifest whose
 // archive is not, that no row names, last modified before cutoff. An object
@@ -815,7 +845,12 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 		}
 		*list = append(*list, s.ID)
 	}
-	for _, key := range strays(name, objs, snaps, now.Add(-StrayGrace)) {
+	old, err := m.oldStrays(ctx, name, objs, snaps)
+	if err != nil {
+		return res, errcode.Hinted(err, errcode.Of(err), storeHint(err, fmt.Sprintf("then run `director profile prune %s` again to finish", name)),
+			"asking %s for its time, to age the objects that belong to no snapshot", m.Store)
+	}
+	for _, key := range old {
 		if err := m.Store.Delete(ctx, key); err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return res, errcode.Hinted(err, errcode.Of(err), storeHint(err, fmt.Sprintf("then run `director profile prune %s` again to finish", name)),
 				"deleting %s, which belongs to no snapshot, from %s", key, m.Store)

@@ -744,7 +744,22 @@ func TestPruneRemovesStrays(t *testing.T) {
 		t.Fatalf("a prune removed a stray younger than %s: %+v", StrayGrace, res)
 	}
 
-	m.Now = func() time.Time { return time.Now().Add(StrayGrace + time.Minute) }
+	// This machine's clock two hours ahead of the store's: the stray is
+	// still young by the store's clock (it may be another machine's
+	// snapshot, its manifest on the way), so it stays.
+	m.Now = func() time.Time { return time.Now().Add(2 * StrayGrace) }
+	res, err = m.Prune(ctx, "work", 1, 0)
+	if err != nil || len(res.Strays) != 0 {
+		t.Fatalf("a prune on a clock two hours ahead removed %+v (%v)", res, err)
+	}
+	m.Now = nil
+	// An hour later by the store's clock (the file store's is the file
+	// system's: the archive's mtime goes back).
+	file := filepath.Join(strings.TrimPrefix(m.Store.String(), "file://"), filepath.FromSlash(killed.ObjectKey))
+	back := time.Now().Add(-StrayGrace - time.Minute)
+	if err := os.Chtimes(file, back, back); err != nil {
+		t.Fatal(err)
+	}
 	res, err = m.Prune(ctx, "work", 1, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -754,6 +769,9 @@ func TestPruneRemovesStrays(t *testing.T) {
 	}
 	if left := storeKeys(t, m.Store, "work/"); !sameKeys(left, snaps[0].ManifestKey, snaps[0].ObjectKey) {
 		t.Fatalf("the store holds %v", left)
+	}
+	if probes := storeKeys(t, m.Store, storage.CheckPrefix); len(probes) != 0 {
+		t.Fatalf("the clock probes are left in the store: %v", probes)
 	}
 	if _, err := m.Verify(ctx, "work", "latest"); err != nil {
 		t.Fatalf("verify the kept snapshot: %v", err)
