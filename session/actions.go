@@ -382,7 +382,7 @@ func (s *Session) afterPageChange(ctx context.Context, t *tab, err error) error 
 	if err != nil || s.Err() != nil {
 		return err
 	}
-	if s.needsHuman(ctx, t) == "captcha" {
+	if s.needsHuman(ctx, t, 3*time.Second) == "captcha" {
 		return s.captcha(t)
 	}
 	return nil
@@ -402,7 +402,9 @@ func (s *Session) explainFailure(ctx context.Context, t *tab, err error) error {
 	if s.Err() != nil {
 		return err
 	}
-	switch s.needsHuman(ctx, t) {
+	// Briefly: a page too busy to answer would add this wait to every
+	// failed attempt.
+	switch s.needsHuman(ctx, t, time.Second) {
 	case "captcha":
 		return s.captcha(t)
 	case "wall":
@@ -420,14 +422,21 @@ func (s *Session) captcha(t *tab) error {
 }
 
 // needsHuman says what on t's page needs a human: "captcha", "wall" (the
-// login wall) or "" (nothing, or the page did not answer).
-func (s *Session) needsHuman(ctx context.Context, t *tab) string {
-	cctx, cancel := s.actionCtx(ctx, t, 3*time.Second)
+// login wall) or "" (nothing, or the page did not answer within wait). The
+// wall counts only when it is shown (a login form hidden in every page is
+// not one) and the logged-in selector does not match, which outweighs it
+// as in the login check.
+func (s *Session) needsHuman(ctx context.Context, t *tab, wait time.Duration) string {
+	cctx, cancel := s.actionCtx(ctx, t, wait)
 	defer cancel()
 	expr := `(() => {
 		if (document.querySelector(` + js(captchaSelector) + `)) return "captcha";
-		const wall = ` + js(s.o.LoginWallSelector) + `;
-		try { if (wall && document.querySelector(wall)) return "wall"; } catch (e) {}
+		const wall = ` + js(s.o.LoginWallSelector) + `, in_ = ` + js(s.o.LoggedInSelector) + `;
+		try {
+			if (in_ && document.querySelector(in_)) return "";
+			const w = wall && document.querySelector(wall);
+			if (w && w.getClientRects().length > 0 && getComputedStyle(w).visibility !== "hidden") return "wall";
+		} catch (e) {}
 		return "";
 	})()`
 	found, err := chromedp.Run(cctx, chromedp.Evaluate[string](expr))

@@ -42,8 +42,10 @@ type Options struct {
 	// LoginWallSelector matches the site's login form or sign-in page
 	// (a workflow's login_check.login_wall_selector). An action that fails
 	// for want of an element or in time on a page that shows it is
-	// human_required: the login has expired. "" = no such check.
+	// human_required: the login has expired. "" = no such check. The wall
+	// must be shown, and LoggedInSelector (when set) must not match.
 	LoginWallSelector string
+	LoggedInSelector  string
 }
 
 // Session is one live browser bound to a profile. Its methods are safe for

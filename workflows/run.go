@@ -354,6 +354,7 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 		Audit:             r.sink(),
 		Log:               r.log(),
 		LoginWallSelector: wallSelector(w),
+		LoggedInSelector:  loggedInSelector(w),
 	})
 	if err != nil {
 		return err
@@ -616,6 +617,14 @@ func wallSelector(w *Workflow) string {
 		return ""
 	}
 	return w.LoginCheck.LoginWallSelector
+}
+
+// loggedInSelector is the workflow's logged-in selector, "" when it has none.
+func loggedInSelector(w *Workflow) string {
+	if w.LoginCheck == nil {
+		return ""
+	}
+	return w.LoginCheck.LoggedInSelector
 }
 
 // loginCheckAction is the workflow's login check as a session action on tab

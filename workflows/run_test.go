@@ -757,6 +757,11 @@ func TestRedact(t *testing.T) {
 // without a login check naming it, the step's own error stands.
 func TestLoginWallInAStep(t *testing.T) {
 	e := newEnv(t)
+	// add puts elements into the widgets page: a login form hidden in
+	// every page, or the logged-in marker beside a shown form.
+	add := func(html string) string {
+		return "SITE/widgets\n  - evaluate: \"document.body.insertAdjacentHTML('beforeend', '" + html + "'), 1\""
+	}
 	cases := []struct {
 		name, check, page string
 		code              errcode.Code
@@ -764,17 +769,23 @@ func TestLoginWallInAStep(t *testing.T) {
 		{"wall shown", loginCheckYAML, "SITE/account", errcode.HumanRequired},
 		{"wall not shown", loginCheckYAML, "SITE/widgets", errcode.ElementNotFound},
 		{"no login check", "", "SITE/account", errcode.ElementNotFound},
+		{"wall hidden in the page", loginCheckYAML, add("<form id=login style=display:none></form>"), errcode.ElementNotFound},
+		{"wall beside the logged-in marker", loginCheckYAML, add("<p id=whoami>me</p><form id=login>x</form>"), errcode.ElementNotFound},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := e.wf(t, "name: wall\nprofile: walled\nsnapshot: on_success\n"+c.check+"steps:\n  - navigate: "+c.page+
-				"\n  - extract: {selector: \"#whoami\", as: who}\n    timeout: 600ms\n")
+				"\n  - extract: {selector: \"#nothing\", as: who}\n    timeout: 300ms\n    retries: 1\n")
 			res, err := e.run(t, w)
 			if errcode.Of(err) != c.code {
 				t.Fatalf("got %v [%s], want %s", err, errcode.Of(err), c.code)
 			}
-			if res.FailedStep == nil || res.FailedStep.Index != 1 {
+			last := len(w.Steps) - 1
+			if res.FailedStep == nil || res.FailedStep.Index != last {
 				t.Fatalf("failed step: %+v", res.FailedStep)
+			}
+			if want := map[bool]int{true: 1, false: 2}[c.code == errcode.HumanRequired]; res.Steps[last].Attempts != want {
+				t.Errorf("attempts %d, want %d", res.Steps[last].Attempts, want)
 			}
 			if res.SnapshotID != "" {
 				t.Fatalf("a failed run took snapshot %s", res.SnapshotID)
@@ -786,7 +797,7 @@ func TestLoginWallInAStep(t *testing.T) {
 				t.Errorf("exit %d, status %s", errcode.ExitStatus(err), res.Status)
 			}
 			msg, hint := err.Error(), errcode.HintOf(err)
-			for _, want := range []string{"shows the login wall (form#login)", "#whoami", w.File + ":"} {
+			for _, want := range []string{"shows the login wall (form#login)", "#nothing", w.File + ":"} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("message %q lacks %q", msg, want)
 				}
