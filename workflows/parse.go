@@ -96,6 +96,11 @@ func Parse(file string, data []byte, o LoadOptions) (*Workflow, error) {
 	w := d.decode(data)
 	if len(d.problems) > 0 {
 		sort.SliceStable(d.problems, func(i, j int) bool { return d.problems[i].Line < d.problems[j].Line })
+		for i := range d.problems { // a bad value may quote one from ${env.X}
+			d.problems[i].Msg = redact(d.secrets, d.problems[i].Msg)
+			d.problems[i].Field = redact(d.secrets, d.problems[i].Field)
+			d.problems[i].Hint = redact(d.secrets, d.problems[i].Hint)
+		}
 		verr := &ValidationError{Problems: d.problems}
 		hint := "fix the workflow file at the line shown; docs/workflows.md describes every field"
 		if len(d.problems) == 1 && d.problems[0].Hint != "" {
@@ -121,7 +126,11 @@ func (d *decoder) secret(name, v string) {
 	if d.secrets == nil {
 		d.secrets = map[string]string{}
 	}
-	d.secrets[v] = "${env." + name + "}"
+	ref := "${env." + name + "}"
+	// A URL holds a value escaped; Chrome and errors quote it so.
+	for _, form := range []string{v, url.QueryEscape(v), url.PathEscape(v)} {
+		d.secrets[form] = ref
+	}
 }
 
 // misplacedKey explains the parser's "value is not allowed in this

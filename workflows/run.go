@@ -172,10 +172,23 @@ func (r *Runner) log() *slog.Logger {
 	return r.Log
 }
 
-func (r *Runner) progress(ev ProgressEvent) {
-	if r.Progress != nil {
-		r.Progress(ev)
+// progress reports ev, with w's values from the environment redacted from
+// what a progress line may print (Workflow.Redact): the step's name, the
+// detail and the error.
+func (r *Runner) progress(w *Workflow, ev ProgressEvent) {
+	if r.Progress == nil {
+		return
 	}
+	if ev.Step != nil && w.Redact(ev.Step.Name) != ev.Step.Name {
+		st := *ev.Step
+		st.Name = w.Redact(st.Name)
+		ev.Step = &st
+	}
+	ev.Detail = w.Redact(ev.Detail)
+	if ev.Err != nil {
+		ev.Err = redactErr(w, ev.Err)
+	}
+	r.Progress(ev)
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
@@ -209,6 +222,13 @@ func (r *Runner) Run(ctx context.Context, w *Workflow) (*Result, error) {
 	}
 	if res.FailedStep != nil {
 		res.FailedStep.Message = w.Redact(res.FailedStep.Message)
+		res.FailedStep.Name = w.Redact(res.FailedStep.Name)
+	}
+	for i := range res.Steps {
+		res.Steps[i].Name = w.Redact(res.Steps[i].Name)
+	}
+	for i := range res.Artifacts {
+		res.Artifacts[i] = w.Redact(res.Artifacts[i])
 	}
 	return res, err
 }
@@ -310,10 +330,10 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 	// Restore.
 	if !w.Incognito {
 		t0 := time.Now()
-		r.progress(ProgressEvent{Stage: "restore", Detail: w.Restore})
+		r.progress(w, ProgressEvent{Stage: "restore", Detail: w.Restore})
 		rid, rerr := r.restore(ctx, w, lock)
 		res.Durations.RestoreMS = ms(time.Since(t0))
-		r.progress(ProgressEvent{Stage: "restore", Done: true, Duration: time.Since(t0), Err: rerr, Detail: rid})
+		r.progress(w, ProgressEvent{Stage: "restore", Done: true, Duration: time.Since(t0), Err: rerr, Detail: rid})
 		if rerr != nil {
 			return rerr
 		}
@@ -366,11 +386,11 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 		}
 	}
 	t0 := time.Now()
-	r.progress(ProgressEvent{Stage: "launch"})
+	r.progress(w, ProgressEvent{Stage: "launch"})
 	err = s.Start(ctx)
 	launched := time.Now()
 	res.Durations.LaunchMS = ms(launched.Sub(t0))
-	r.progress(ProgressEvent{Stage: "launch", Done: true, Duration: launched.Sub(t0), Err: err})
+	r.progress(w, ProgressEvent{Stage: "launch", Done: true, Duration: launched.Sub(t0), Err: err})
 	if err != nil {
 		r.endSession(ctx, s, res)
 		return err
@@ -387,11 +407,11 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 	loginOK := w.LoginCheck == nil
 	if w.LoginCheck != nil && s.Err() == nil && (err == nil || (w.Snapshot == SnapshotAlways && StatusFor(err) == StatusFailed)) {
 		t0 := time.Now()
-		r.progress(ProgressEvent{Stage: "login_check", Detail: w.LoginCheck.URL})
+		r.progress(w, ProgressEvent{Stage: "login_check", Detail: w.LoginCheck.URL})
 		_, lerr := s.Do(ctx, loginCheckAction(w, ""))
 		lerr = loginCheckMistake(w, lerr)
 		res.Durations.LoginCheckMS = ms(time.Since(t0))
-		r.progress(ProgressEvent{Stage: "login_check", Done: true, Duration: time.Since(t0), Err: lerr})
+		r.progress(w, ProgressEvent{Stage: "login_check", Done: true, Duration: time.Since(t0), Err: lerr})
 		if lerr == nil {
 			loginOK = true
 			res.LoginCheck = "passed"
@@ -421,7 +441,7 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 
 	// Close gracefully: Chrome writes cookies and storage only then.
 	t0 = time.Now()
-	r.progress(ProgressEvent{Stage: "close"})
+	r.progress(w, ProgressEvent{Stage: "close"})
 	reason := session.ReasonFor(err)
 	if ctx.Err() != nil {
 		reason = session.EndUserStopped
@@ -429,17 +449,17 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 	_ = s.CloseFor(context.WithoutCancel(ctx), reason, err)
 	r.endSession(ctx, s, res)
 	res.Durations.CloseMS = ms(time.Since(t0))
-	r.progress(ProgressEvent{Stage: "close", Done: true, Duration: time.Since(t0), Detail: res.EndReason})
+	r.progress(w, ProgressEvent{Stage: "close", Done: true, Duration: time.Since(t0), Detail: res.EndReason})
 
 	// Snapshot per policy; never after a logged-out or blocked run, so a
 	// bad refresh never replaces the latest good snapshot.
 	res.SnapshotSkipped = snapshotSkip(w, err, loginOK, res.LoginCheck)
 	if res.SnapshotSkipped == "" && ctx.Err() == nil {
 		t0 := time.Now()
-		r.progress(ProgressEvent{Stage: "snapshot"})
+		r.progress(w, ProgressEvent{Stage: "snapshot"})
 		snap, serr := r.Profiles.Snapshot(ctx, w.Profile, profiles.SnapshotOptions{Lock: lock, Note: snapshotNote(w, runID)})
 		res.Durations.SnapshotMS = ms(time.Since(t0))
-		r.progress(ProgressEvent{Stage: "snapshot", Done: true, Duration: time.Since(t0), Err: serr})
+		r.progress(w, ProgressEvent{Stage: "snapshot", Done: true, Duration: time.Since(t0), Err: serr})
 		if serr != nil {
 			if err == nil {
 				err = errcode.Hinted(serr, errcode.Of(serr), errcode.HintOf(serr), "the workflow succeeded but its snapshot failed")
@@ -563,10 +583,10 @@ func (r *Runner) steps(ctx context.Context, w *Workflow, s *session.Session, loc
 		var err error
 		for attempt := 1; attempt <= st.Retries+1; attempt++ {
 			sr.Attempts = attempt
-			r.progress(ProgressEvent{Stage: "step", Step: st, Total: total, Attempt: attempt})
+			r.progress(w, ProgressEvent{Stage: "step", Step: st, Total: total, Attempt: attempt})
 			ta := time.Now()
 			err = r.step(ctx, w, s, st, lock, artifacts, res, &sr)
-			r.progress(ProgressEvent{Stage: "step", Step: st, Total: total, Attempt: attempt, Done: true, Duration: time.Since(ta), Err: err})
+			r.progress(w, ProgressEvent{Stage: "step", Step: st, Total: total, Attempt: attempt, Done: true, Duration: time.Since(ta), Err: err})
 			if err == nil || !retryable(errcode.Of(err)) || s.Err() != nil || ctx.Err() != nil || attempt > st.Retries {
 				break
 			}

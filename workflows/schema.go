@@ -53,15 +53,20 @@ type Workflow struct {
 }
 
 // Redact replaces in msg every value the workflow took from the environment
-// (${env.X}, directly or through vars; values of at least four bytes) with
-// its reference, "${env.X}". Tokens and passwords belong in the environment,
+// (${env.X}, directly or through vars; values of at least four bytes), and
+// its URL-escaped forms, with its reference, "${env.X}". Tokens and passwords belong in the environment,
 // and a page, Chrome or an exception may quote them back in an error.
 func (w *Workflow) Redact(msg string) string {
-	if len(w.secrets) == 0 {
+	return redact(w.secrets, msg)
+}
+
+// redact replaces in msg each key of secrets with its value.
+func redact(secrets map[string]string, msg string) string {
+	if len(secrets) == 0 {
 		return msg
 	}
-	vals := make([]string, 0, len(w.secrets))
-	for v := range w.secrets {
+	vals := make([]string, 0, len(secrets))
+	for v := range secrets {
 		if strings.Contains(msg, v) {
 			vals = append(vals, v)
 		}
@@ -69,7 +74,7 @@ func (w *Workflow) Redact(msg string) string {
 	// Longest first, so a value that contains another goes whole.
 	slices.SortFunc(vals, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
 	for _, v := range vals {
-		msg = strings.ReplaceAll(msg, v, w.secrets[v])
+		msg = strings.ReplaceAll(msg, v, secrets[v])
 	}
 	return msg
 }
