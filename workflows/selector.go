@@ -7,10 +7,13 @@ import (
 
 // selectorProblem returns why sel cannot be a CSS selector that
 // document.querySelector accepts, or "" when it may be one. It only looks at
-// the structure (brackets, parentheses, quotes, commas and combinators), so
-// it never refuses a selector the browser takes; the browser still judges
-// the rest (an unknown pseudo-class, an id starting with a digit) when the
-// workflow runs.
+// the structure (brackets, parentheses, quotes, commas and combinators), as
+// CSS's own tokenizer reads it: comments are skipped, and a string, a [ or a
+// ( still open at the end is closed there, as browsers do (`a[href` is
+// `a[href]`). So it never refuses a selector the browser takes
+// (selector_chromium_test.go checks that against Chromium); the browser
+// still judges the rest (an unknown pseudo-class, an id starting with a
+// digit) when the workflow runs.
 func selectorProblem(sel string) string {
 	type open struct {
 		r   rune
@@ -26,7 +29,7 @@ func selectorProblem(sel string) string {
 	// part is the current comma-separated selector at the top level.
 	var part strings.Builder
 	endPart := func(last bool) string {
-		p := strings.TrimSpace(part.String())
+		p := strings.Trim(part.String(), cssSpace)
 		part.Reset()
 		switch {
 		case p == "" && last:
@@ -44,6 +47,17 @@ func selectorProblem(sel string) string {
 	for i := 0; i < len(rs); i++ {
 		r := rs[i]
 		switch {
+		case r == '/' && i+1 < len(rs) && rs[i+1] == '*':
+			// A comment, to its end or the selector's.
+			j := i + 2
+			for j+1 < len(rs) && (rs[j] != '*' || rs[j+1] != '/') {
+				j++
+			}
+			i = j + 1 // on the comment's closing /, or past the end
+			if len(stack) == 0 {
+				part.WriteRune(' ')
+			}
+			continue
 		case r == '\\':
 			// An escape: the next character is literal.
 			if i+1 < len(rs) {
@@ -63,9 +77,10 @@ func selectorProblem(sel string) string {
 					break
 				}
 			}
-			if j >= len(rs) || rs[j] != r {
-				return fmt.Sprintf("has an unterminated string starting at %q", string(rs[i:]))
+			if j < len(rs) && rs[j] != r { // a newline ends it: a bad string
+				return fmt.Sprintf("has a string that a line break cuts, starting at %q", string(rs[i:j]))
 			}
+			j = min(j, len(rs)-1) // one still open at the end is closed there
 			if len(stack) == 0 {
 				part.WriteString(string(rs[i : j+1]))
 			}
@@ -112,10 +127,18 @@ func selectorProblem(sel string) string {
 			part.WriteRune(r)
 		}
 	}
+	// A [ or ( still open is closed at the end, as the browser does; an
+	// attribute selector needs a name all the same.
+	for _, o := range stack {
+		if o.r == '[' && strings.Trim(string(rs[o.pos+1:]), cssSpace) == "" {
+			return fmt.Sprintf("has a [ at character %d with no attribute after it", o.pos+1)
+		}
+	}
 	if len(stack) > 0 {
-		o := stack[len(stack)-1]
-		closer := map[rune]rune{'[': ']', '(': ')'}[o.r]
-		return fmt.Sprintf("has a %c at character %d that is never closed with %c", o.r, o.pos+1, closer)
+		return ""
 	}
 	return endPart(true)
 }
+
+// cssSpace is what CSS counts as white space; a no-break space is not.
+const cssSpace = " \t\n\r\f"
