@@ -556,13 +556,29 @@ func TestLaunchLogsCommandLine(t *testing.T) {
 					line = l
 				}
 			}
-			for _, want := range []string{chrome, "--user-data-dir=" + dir, "--password-store=basic", "--remote-debugging-pipe", "http://REDACTED@127.0.0.1:1/"} {
+			for _, want := range []string{chrome, "--user-data-dir=" + dir, "--password-store=basic", "http://REDACTED@127.0.0.1:1/"} {
 				if !strings.Contains(line, want) {
 					t.Errorf("debug log line %q lacks %q", line, want)
 				}
 			}
 			if strings.Contains(logs.String(), "sekrit") {
 				t.Errorf("the log holds a URL's password:\n%s", logs.String())
+			}
+			if strings.Contains(line, "--remote-debugging-pipe") {
+				t.Errorf("the logged command line has --remote-debugging-pipe, which makes it exit at once when run by hand: %s", line)
+			}
+			if !c.fails {
+				return
+			}
+			// Run by hand, as the hint says, it shows why Chrome exits.
+			_, cmdline, _ := strings.Cut(line, `command="`)
+			cmdline = strings.TrimSuffix(cmdline, `"`)
+			cmdline = strings.ReplaceAll(cmdline, `\"`, `"`)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			out, _ := exec.CommandContext(ctx, "sh", "-c", cmdline).CombinedOutput()
+			if !strings.Contains(string(out), "DISPLAY") {
+				t.Errorf("the logged command line, run by hand, does not say why Chrome exits (no display):\n%s\n%s", cmdline, out)
 			}
 		})
 	}

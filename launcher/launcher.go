@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,7 @@ import (
 	"github.com/chromedp/chromedp/remote"
 
 	"director/errcode"
+	"director/internal/shellquote"
 )
 
 // DefaultCloseTimeout is how long Close waits for Chrome to exit after
@@ -177,8 +179,10 @@ func Launch(ctx context.Context, opts Options) (*Browser, error) {
 	t0 := time.Now()
 	args := Args(opts, b.dir)
 	// Before the start, so that a Chrome that fails to start can be run by
-	// hand with the same flags (the launch error's hint says so).
-	b.log.Debug("starting chrome", "command", CommandLine(path, args))
+	// hand with the same flags (the launch error's hint says so). Without
+	// --remote-debugging-pipe: run by hand, Chrome finds no pipe and exits
+	// with that, not with why it failed.
+	b.log.Debug("starting chrome", "command", CommandLine(path, slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--remote-debugging-pipe" })))
 	if err := b.start(ctx, path, args); err != nil {
 		return nil, err
 	}
@@ -240,21 +244,13 @@ func Args(opts Options, dir string) []string {
 func CommandLine(path string, args []string) string {
 	parts := make([]string, 0, len(args)+1)
 	for _, a := range append([]string{path}, args...) {
-		parts = append(parts, shellQuote(urlUserinfoRE.ReplaceAllString(a, "${1}REDACTED@")))
+		parts = append(parts, shellquote.Quote(urlUserinfoRE.ReplaceAllString(a, "${1}REDACTED@")))
 	}
 	return strings.Join(parts, " ")
 }
 
 // urlUserinfoRE finds the user:password@ of a URL.
 var urlUserinfoRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]+@`)
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=+,./:@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
 
 // start runs Chrome with a DevTools pipe and connects chromedp to it.
 //

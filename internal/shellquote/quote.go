@@ -7,13 +7,14 @@ import "strings"
 // single quotes, each single quote inside ending the quoted run, escaped
 // with a backslash, and a new run begun.
 func Quote(s string) string {
-	if s != "" && strings.Trim(s, safe) == "" {
+	if s != "" && s[0] != '=' && strings.Trim(s, safe+"=") == "" { // zsh expands only a leading =
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // safe are the characters that mean nothing to sh, bash or zsh anywhere in
-// a word. zsh globs ? and [ and expands a leading ~ or =, so they are out;
+// a word. zsh globs ? and [ and expands a leading ~ or =, so they are out
+// (= is safe after the first character: --flag=value);
 // so is every character above ASCII, which a locale may treat otherwise.
 const safe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+:,./_-"

@@ -20,6 +20,7 @@ func TestQuoteRoundTrips(t *testing.T) {
 		{"*", "'*'"},
 		{"~root", "'~root'"},
 		{"=ls", "'=ls'"},
+		{"--user-data-dir=/tmp/p", "--user-data-dir=/tmp/p"},
 		{"!x", "'!x'"},
 		{"ünï", "'ünï'"},
 		{`back\slash`, `'back\slash'`},
