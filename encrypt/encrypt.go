@@ -15,6 +15,7 @@ import (
 	"filippo.io/age"
 
 	"director/errcode"
+	"director/internal/shellquote"
 )
 
 // Environment variables (and the flags that mirror them) that configure
@@ -169,7 +170,7 @@ func LoadIdentities(path string) ([]age.Identity, error) {
 	}
 	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
 		return nil, errcode.New(errcode.DecryptFailed, "age identity file %s is accessible by other users (mode %04o)", path, st.Mode().Perm()).
-			WithHint("it holds a secret key: run chmod 600 %s (and consider whether the key leaked)", path)
+			WithHint("it holds a secret key: run chmod 600 %s (and consider whether the key leaked)", shellquote.Quote(path))
 	}
 	// age's parser never echoes key material in its errors.
 	ids, err := age.ParseIdentities(bytes.NewReader(data))

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -487,5 +488,35 @@ func TestLoadIdentitiesReadsTheContentFirst(t *testing.T) {
 				t.Errorf("LoadIdentities = %v [%s], hint %q; want ~%q, hint ~%q without %q", err, errcode.Of(err), hint, c.msg, c.hint, c.noHint)
 			}
 		})
+	}
+}
+
+// The chmod hint for an identity file others can read is a command to
+// paste: run through a shell, it fixes the file, spaces in the path or not.
+func TestChmodHintRunsAsGiven(t *testing.T) {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "My Keys")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "it's id.txt")
+	if err := os.WriteFile(p, []byte(id.String()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadIdentities(p)
+	hint := errcode.HintOf(err)
+	_, cmd, ok := strings.Cut(hint, "run ")
+	cmd, _, _ = strings.Cut(cmd, " (and consider")
+	if !ok || !strings.HasPrefix(cmd, "chmod 600 ") {
+		t.Fatalf("hint %q gives no chmod command", hint)
+	}
+	if out, err := exec.Command("sh", "-c", cmd).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", cmd, err, out)
+	}
+	if _, err := LoadIdentities(p); err != nil {
+		t.Fatalf("after the hint's command: %v", err)
 	}
 }
