@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"director/launcher"
 )
 
 // TestSelectorProblemNeverRefusesWhatChromiumTakes: every selector that
@@ -34,16 +36,16 @@ func TestSelectorProblemNeverRefusesWhatChromiumTakes(t *testing.T) {
 		// invalid ones, to see both sides
 		`form[[`, `form[`, `a]`, `a)`, `a[]`, `a,`, `a,,b`, `div >`, `> div`,
 	}
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ctx, cancel2 := chromedp.NewContext(alloc)
-	defer cancel2()
-	ctx, cancel3 := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel3()
+	br, err := launcher.Launch(ctx, launcher.Options{ChromePath: path, Headless: true, UserDataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close(context.Background())
 	b, _ := json.Marshal(sels)
 	js := `(` + string(b) + `).map(s => { try { document.querySelectorAll(s); return true } catch (e) { return false } })`
-	ok, err := chromedp.Run(ctx, chromedp.Evaluate[[]bool](js))
+	ok, err := chromedp.Run(br.Context(), chromedp.Evaluate[[]bool](js))
 	if err != nil {
 		t.Fatal(err)
 	}
