@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -183,7 +184,8 @@ func TestResolverRulesRefuseOtherTargets(t *testing.T) {
 					return err == nil && status != "loading"
 				})
 				if !p.blocked {
-					eventually(t, "the WebSocket to reach "+testsite.BlockedHost, func() bool { return site.hitsOn(testsite.BlockedHost)[c.path] > 0 })
+					eventually(t, fmt.Sprintf("the WebSocket to reach %s (the page said %q; the site saw %v)", testsite.BlockedHost, status, site.hitsOn(testsite.BlockedHost)),
+						func() bool { return site.hitsOn(testsite.BlockedHost)[c.path] > 0 })
 					return
 				}
 				if status == "open" {
