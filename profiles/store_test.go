@@ -801,3 +801,91 @@ func TestDeleteAgainAfterTheLastObject(t *testing.T) {
 		t.Fatalf("the empty store folder is still there (%v)", err)
 	}
 }
+
+// TestStaleCatalogAfterAnotherMachinePrunes: machine B prunes or deletes
+// snapshots that machine A's catalog still lists. A's restore and verify of
+// them fail with snapshot_not_found saying the snapshot left the store and
+// that A's catalog is out of date (catalog rebuild), not "no such object"
+// with a hint to list the catalog that still shows it, nor, for verify,
+// snapshot_corrupt saying the archive "still restores".
+func TestStaleCatalogAfterAnotherMachinePrunes(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		b    func(t *testing.T, b *Manager) // what machine B does
+		a    func(a *Manager, old string) error
+	}{
+		{"restore a pruned id", func(t *testing.T, b *Manager) {
+			if _, err := b.Prune(ctx, "work", 1, 0); err != nil {
+				t.Fatal(err)
+			}
+		}, func(a *Manager, old string) error {
+			_, err := a.Restore(ctx, "work", old, RestoreOptions{})
+			return err
+		}},
+		{"verify a pruned id", func(t *testing.T, b *Manager) {
+			if _, err := b.Prune(ctx, "work", 1, 0); err != nil {
+				t.Fatal(err)
+			}
+		}, func(a *Manager, old string) error {
+			_, err := a.Verify(ctx, "work", old)
+			return err
+		}},
+		{"restore latest after delete --with-snapshots", func(t *testing.T, b *Manager) {
+			if _, err := b.Delete(ctx, "work", true); err != nil {
+				t.Fatal(err)
+			}
+		}, func(a *Manager, _ string) error {
+			_, err := a.Restore(ctx, "work", "latest", RestoreOptions{})
+			return err
+		}},
+		{"verify latest after delete --with-snapshots", func(t *testing.T, b *Manager) {
+			if _, err := b.Delete(ctx, "work", true); err != nil {
+				t.Fatal(err)
+			}
+		}, func(a *Manager, _ string) error {
+			_, err := a.Verify(ctx, "work", "latest")
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newTestManager(t)
+			if err := a.Create(ctx, "work"); err != nil {
+				t.Fatal(err)
+			}
+			writeProfile(t, a.Dir("work"), "a")
+			old, err := a.Snapshot(ctx, "work", SnapshotOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Snapshot(ctx, "work", SnapshotOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			b := newTestManager(t)
+			b.Store = a.Store
+			if _, err := b.Rebuild(ctx); err != nil {
+				t.Fatal(err)
+			}
+			tt.b(t, b)
+			err = tt.a(a, old.ID)
+			if errcode.Of(err) != errcode.SnapshotNotFound {
+				t.Fatalf("err = %v [%s], want snapshot_not_found", err, errcode.Of(err))
+			}
+			if msg := err.Error(); !strings.Contains(msg, "no longer in") || !strings.Contains(msg, "catalog") {
+				t.Errorf("message %q does not say the snapshot left the store that the catalog lists", msg)
+			}
+			if hint := errcode.HintOf(err); !strings.Contains(hint, "director catalog rebuild") {
+				t.Errorf("hint %q does not say to rebuild the catalog", hint)
+			}
+			// What the hint says works.
+			rb, err := a.Rebuild(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rb.Removed) == 0 {
+				t.Errorf("rebuild removed no stale row: %+v", rb)
+			}
+		})
+	}
+}

@@ -376,7 +376,7 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		}
 		rc, obj, err := m.Store.Get(ctx, row.ObjectKey)
 		if err != nil {
-			return nil, fmt.Errorf("fetching snapshot %s: %w", row.ID, err)
+			return nil, m.fetchErr(row, err)
 		}
 		src, size, expectSHA, encrypted = rc, obj.Size, row.ArchiveSHA256, row.Encrypted
 		res.ID, res.Source = row.ID, storage.Location(m.Store, row.ObjectKey)
@@ -440,6 +440,20 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 	_ = m.Catalog.TouchProfile(ctx, name, m.now())
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// fetchErr is the error of reading the archive of the catalog's row. A
+// missing archive means this machine's catalog is out of date: the
+// snapshot was pruned or deleted after the catalog recorded it, most often
+// by another machine sharing the store. The store's own hint would send the
+// user to `director profile snapshots`, which still lists it.
+func (m *Manager) fetchErr(row catalog.Snapshot, err error) error {
+	if errcode.Of(err) != errcode.SnapshotNotFound {
+		return fmt.Errorf("fetching snapshot %s: %w", row.ID, err)
+	}
+	return errcode.Hinted(err, errcode.SnapshotNotFound,
+		fmt.Sprintf("this machine's catalog is out of date: run `director catalog rebuild` (it drops the snapshots that left the store), then `director profile restore %s latest` or an id from `director profile snapshots %s`", row.Profile, row.Profile),
+		"snapshot %s of profile %q is in this machine's catalog but no longer in %s (pruned or deleted, perhaps by another machine sharing the store)", row.ID, row.Profile, m.Store)
 }
 
 // checkChromeVersion refuses a snapshot written by a newer Chrome than the
@@ -676,6 +690,11 @@ func (m *Manager) Verify(ctx context.Context, name, ref string) (_ *VerifyResult
 		if storage.ProblemOf(err) != storage.ProblemNotFound && errcode.Of(err) != errcode.SnapshotNotFound {
 			return nil, fmt.Errorf("checking the manifest of snapshot %s: %w", row.ID, err)
 		}
+		// Without its archive too, the snapshot has left the store: it is
+		// not a damaged snapshot whose archive "still restores".
+		if _, aerr := m.Store.Stat(ctx, row.ObjectKey); aerr != nil {
+			return nil, m.fetchErr(row, aerr)
+		}
 		return nil, errcode.New(errcode.SnapshotCorrupt, "snapshot %s: its manifest %s is missing from %s", row.ID, manifestKey, m.Store).
 			WithHint("the archive still restores (it carries its own manifest), but `director catalog rebuild` and other machines cannot see this snapshot: "+
 				"take a new snapshot with `director profile snapshot %s`, or re-upload %s from a copy", name, manifestKey)
@@ -695,7 +714,7 @@ func (m *Manager) Verify(ctx context.Context, name, ref string) (_ *VerifyResult
 	}
 	rc, obj, err := m.Store.Get(ctx, row.ObjectKey)
 	if err != nil {
-		return nil, fmt.Errorf("fetching snapshot %s: %w", row.ID, err)
+		return nil, m.fetchErr(row, err)
 	}
 	defer rc.Close()
 	hr := newHashingReader(rc)
