@@ -39,6 +39,10 @@ import (
 	"time"
 )
 
+// supabaseListCap is the most entries one list call returns, whatever
+// limit it asks for.
+const supabaseListCap = 1500
+
 type supaObject struct {
 	file     string
 	size     int64
@@ -287,9 +291,14 @@ func (d *supabaseDouble) list(w http.ResponseWriter, r *http.Request, bucket str
 		d.errorBody(w, http.StatusBadRequest, "Invalid Input", err.Error())
 		return
 	}
+	// storage.search defaults the limit to 100 and caps it at 1500
+	// (supabase/storage, migrations/tenant/0063-fix-search-name-relative-to-prefix.sql:
+	// "v_limit := LEAST(coalesce(limits, 100), 1500)"): a client that asks
+	// for more gets 1500 and must page on, not take a short page for the end.
 	if body.Limit <= 0 {
 		body.Limit = 100
 	}
+	body.Limit = min(body.Limit, supabaseListCap)
 	folder := strings.Trim(body.Prefix, "/")
 	if folder != "" {
 		folder += "/"
@@ -376,6 +385,26 @@ func (d *supabaseDouble) remove(w http.ResponseWriter, r *http.Request, bucket s
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(deleted)
+}
+
+// seed stores n objects "<folder>/<folder>-NNNNN" of one byte each straight
+// into a bucket, without uploads, for listings of many objects.
+func (d *supabaseDouble) seed(bucket, folder string, n int) {
+	f := filepath.Join(d.dir, "seed")
+	if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+		d.t.Fatal(err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.buckets[bucket] {
+		d.buckets[bucket] = true
+		d.objects[bucket] = map[string]*supaObject{}
+	}
+	for i := range n {
+		d.seq++
+		name := fmt.Sprintf("%s/%s-%05d", folder, folder, i)
+		d.objects[bucket][name] = &supaObject{file: f, size: 1, modified: time.Now().UTC(), id: fmt.Sprintf("00000000-0000-4000-8000-%012d", d.seq)}
+	}
 }
 
 // names lists every stored object of a bucket, for assertions.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -213,5 +214,31 @@ func TestStoreIDNamesTheSupabaseProject(t *testing.T) {
 	f := mustOpen(t, "file://"+t.TempDir(), Options{})
 	if ID(f) != f.String() {
 		t.Errorf("file store: ID %q, String %q", ID(f), f.String())
+	}
+}
+
+// TestSupabaseListPagesPastTheServerCap: the list endpoint returns at most
+// 100 entries unless asked for more, and never more than 1500 (see the
+// double's list), so a folder of 3,100 snapshot objects takes several
+// calls; List must return them all, from the root and from the folder, as
+// prune and catalog rebuild need every manifest.
+func TestSupabaseListPagesPastTheServerCap(t *testing.T) {
+	const n = 3100
+	d := newSupabaseDouble(t)
+	d.seed(DefaultSupabaseBucket, "work", n)
+	s := mustOpen(t, "supabase://", d.opts())
+	for _, prefix := range []string{"", "work/"} {
+		objs, err := s.List(context.Background(), prefix)
+		if err != nil {
+			t.Fatalf("List(%q): %v", prefix, err)
+		}
+		if len(objs) != n {
+			t.Fatalf("List(%q) = %d objects, want %d", prefix, len(objs), n)
+		}
+		for i, o := range objs {
+			if want := fmt.Sprintf("work/work-%05d", i); o.Key != want || o.Size != 1 {
+				t.Fatalf("List(%q)[%d] = %+v, want %s of 1 byte", prefix, i, o, want)
+			}
+		}
 	}
 }
