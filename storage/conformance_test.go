@@ -173,9 +173,15 @@ func TestConformance(t *testing.T) {
 func testRoundTrip(t *testing.T, e env) {
 	ctx := context.Background()
 	s := e.store
+	special := "work/with space #1 ?x=%20&y.tar.zst"
+	if _, ok := s.(*supabaseStore); ok {
+		// Supabase Storage refuses # and % in object names (see
+		// supabaseRefuses); these still need escaping in a URL path.
+		special = "work/with space (1) ?x=+&y=$;@,!.tar.zst"
+	}
 	for _, key := range []string{
 		"work/work-20261122T031700Z-k3x9.tar.zst",
-		"work/with space #1 ?x=%20&y.tar.zst",
+		special,
 		"top-level.json",
 		"ünïcödé/名前.tar.zst",
 	} {
@@ -203,7 +209,7 @@ func testRoundTrip(t *testing.T, e env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"top-level.json", "work/with space #1 ?x=%20&y.tar.zst", "work/work-20261122T031700Z-k3x9.tar.zst", "ünïcödé/名前.tar.zst"}
+	want := []string{"top-level.json", special, "work/work-20261122T031700Z-k3x9.tar.zst", "ünïcödé/名前.tar.zst"}
 	if got := keys(objs); !slices.Equal(got, want) {
 		t.Errorf("List = %q, want %q", got, want)
 	}

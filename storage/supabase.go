@@ -79,9 +79,15 @@ func openSupabase(rawURL string, opts Options) (Store, error) {
 	if strings.ContainsAny(s.bucket, "/%") {
 		return nil, badURL(rawURL, "bucket %q", s.bucket)
 	}
+	if c := supabaseRefuses(s.bucket); c != "" {
+		return nil, badURL(rawURL, "bucket %q: Supabase Storage refuses %s in bucket names", s.bucket, c)
+	}
 	if s.prefix != "" {
 		if err := validatePrefix(s.prefix + "/"); err != nil {
 			return nil, badURL(rawURL, "prefix %q: %v", s.prefix, err)
+		}
+		if c := supabaseRefuses(s.prefix); c != "" {
+			return nil, badURL(rawURL, "prefix %q: Supabase Storage refuses %s in object names, and every object name starts with the prefix", s.prefix, c)
 		}
 	}
 	if opts.SupabaseURL == "" || opts.SupabaseServiceKey == "" {
@@ -123,6 +129,39 @@ func (s *supabaseStore) full(key string) string {
 		return key
 	}
 	return s.prefix + "/" + key
+}
+
+// supabaseRefuses describes the first character of name that Supabase
+// Storage refuses in object names and bucket names, or returns "". The
+// service (isValidKey in supabase/storage's src/storage/limits.ts) answers
+// an upload of such a name with 400 InvalidKey: C0 and C1 control
+// characters, S3's "characters to avoid" (# [ ] { } ^ ` " < > \ | % ~) and
+// the invisible characters of Unicode UTS #55. Checking first turns a store
+// URL whose prefix holds one into invalid_input before any request, not a
+// storage_unavailable on every upload.
+func supabaseRefuses(name string) string {
+	for _, r := range name {
+		switch {
+		case r < 0x20, r >= 0x7f && r <= 0x9f,
+			r == 0x034f, r == 0x061c, r == 0x200b, r == 0x200e, r == 0x200f, r == 0x2028, r == 0x2029,
+			r >= 0x202a && r <= 0x202e, r == 0x2060, r >= 0x2066 && r <= 0x2069, r == 0xfeff:
+			return fmt.Sprintf("the character U+%04X", r)
+		case strings.ContainsRune("#[]{}^`\"<>\\|%~", r):
+			return fmt.Sprintf("%q", r)
+		}
+	}
+	return ""
+}
+
+// validKey is ValidateKey with the characters Supabase Storage refuses.
+func (s *supabaseStore) validKey(key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if c := supabaseRefuses(s.full(key)); c != "" {
+		return badKey(key, "Supabase Storage refuses %s in object names", c)
+	}
+	return nil
 }
 
 // escapePath escapes each segment of a slash-separated path; storage-go
@@ -297,7 +336,7 @@ func (s *supabaseStore) ensureBucket(ctx context.Context) error {
 }
 
 func (s *supabaseStore) Stat(ctx context.Context, key string) (Object, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := s.validKey(key); err != nil {
 		return Object{}, err
 	}
 	if err := s.ensureBucket(ctx); err != nil {
@@ -334,7 +373,7 @@ func objectFromHeaders(key string, resp *http.Response) Object {
 }
 
 func (s *supabaseStore) Get(ctx context.Context, key string) (io.ReadCloser, Object, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := s.validKey(key); err != nil {
 		return nil, Object{}, err
 	}
 	if err := s.ensureBucket(ctx); err != nil {
@@ -373,6 +412,9 @@ func (s *supabaseStore) Get(ctx context.Context, key string) (io.ReadCloser, Obj
 }
 
 func (s *supabaseStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if err := s.validKey(key); err != nil {
+		return err
+	}
 	if err := checkNewKey(ctx, s, key); err != nil {
 		return err
 	}
@@ -447,7 +489,7 @@ func (s *supabaseStore) remove(ctx context.Context, key string) error {
 }
 
 func (s *supabaseStore) Delete(ctx context.Context, key string) error {
-	if err := ValidateKey(key); err != nil {
+	if err := s.validKey(key); err != nil {
 		return err
 	}
 	if err := s.ensureBucket(ctx); err != nil {
@@ -480,6 +522,9 @@ const listPage = 1000
 func (s *supabaseStore) List(ctx context.Context, prefix string) ([]Object, error) {
 	if err := validatePrefix(prefix); err != nil {
 		return nil, err
+	}
+	if c := supabaseRefuses(prefix); c != "" {
+		return nil, badKey(prefix, "Supabase Storage refuses %s in object names", c)
 	}
 	if err := s.ensureBucket(ctx); err != nil {
 		return nil, err

@@ -201,9 +201,39 @@ func (d *supabaseDouble) createBucket(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"name": id})
 }
 
+// validKey is the service's isValidKey (supabase/storage,
+// src/storage/limits.ts): an object name must not hold C0 or C1 control
+// characters, S3's "characters to avoid" # [ ] { } ^ ` " < > \ | % ~, the
+// invisible characters Unicode UTS #55 lists, nor "." or ".." segments.
+// An upload of any other name is refused with 400 InvalidKey.
+func validKey(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
+		switch {
+		case r < 0x20, r >= 0x7f && r <= 0x9f, strings.ContainsRune("#[]{}^`\"<>\\|%~", r),
+			r == 0x034f, r == 0x061c, r == 0x200b, r == 0x200e, r == 0x200f, r == 0x2028, r == 0x2029,
+			r >= 0x202a && r <= 0x202e, r == 0x2060, r >= 0x2066 && r <= 0x2069, r == 0xfeff:
+			return false
+		}
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return len(name) <= 1024
+}
+
 func (d *supabaseDouble) upload(w http.ResponseWriter, r *http.Request, bucket, name string) {
 	if r.Header.Get("x-upsert") != "false" {
 		d.t.Errorf("supabase double: upload of %q without x-upsert: false (got %q)", name, r.Header.Get("x-upsert"))
+	}
+	if !validKey(name) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		d.errorBody(w, http.StatusBadRequest, "InvalidKey", "Invalid key: "+name)
+		return
 	}
 	d.mu.Lock()
 	objs, ok := d.objects[bucket]

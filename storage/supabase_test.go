@@ -42,7 +42,7 @@ func TestSupabaseCreatesPrivateBucketWhenMissing(t *testing.T) {
 func TestSupabaseEscapesPaths(t *testing.T) {
 	d := newSupabaseDouble(t)
 	s := mustOpen(t, "supabase://snaps/team one", d.opts())
-	key := "work/a b#c?d%e&f.tar.zst"
+	key := "work/a b?c&d+e=f;g.tar.zst"
 	put(t, s, key, "data")
 	if got := get(t, s, key); got != "data" {
 		t.Fatalf("Get = %q", got)
@@ -50,7 +50,7 @@ func TestSupabaseEscapesPaths(t *testing.T) {
 	if names := d.names("snaps"); !slices.Equal(names, []string{"team one/" + key}) {
 		t.Errorf("stored names %q", names)
 	}
-	want := "POST /storage/v1/object/snaps/team%20one/work/a%20b%23c%3Fd%25e&f.tar.zst"
+	want := "POST /storage/v1/object/snaps/team%20one/work/a%20b%3Fc&d+e=f%3Bg.tar.zst"
 	if reqs := d.requestLog(); !slices.Contains(reqs, want) {
 		t.Errorf("no request %q among %q", want, reqs)
 	}
@@ -62,6 +62,40 @@ func TestSupabaseEscapesPaths(t *testing.T) {
 	}
 	if reqs := d.requestLog(); len(reqs) != n {
 		t.Errorf("a request was sent for an invalid key: %q", reqs[n:])
+	}
+}
+
+// TestSupabaseRefusedCharacters: Supabase Storage answers an upload whose
+// object name holds # % [ ] { } ^ ` " < > \ | ~ or a control character with
+// 400 InvalidKey (isValidKey in supabase/storage's src/storage/limits.ts;
+// the double does the same). A store URL whose bucket or prefix holds one
+// is invalid_input when opened, and such a key is invalid_input before any
+// request: not storage_unavailable on every upload.
+func TestSupabaseRefusedCharacters(t *testing.T) {
+	d := newSupabaseDouble(t)
+	for _, rawURL := range []string{
+		"supabase://snaps/50%25off",
+		"supabase://snaps/team~1",
+		"supabase://snaps/a/b[1]",
+		"supabase://sn~aps",
+	} {
+		t.Run(rawURL, func(t *testing.T) {
+			_, err := Open(context.Background(), rawURL, d.opts())
+			if errcode.Of(err) != errcode.InvalidInput || !strings.Contains(err.Error(), "Supabase Storage refuses") {
+				t.Fatalf("Open = %v [%s], want invalid_input saying what Supabase refuses", err, errcode.Of(err))
+			}
+		})
+	}
+	s := mustOpen(t, "supabase://snaps/team one", d.opts())
+	n := len(d.requestLog())
+	for _, key := range []string{"work/a#b.tar.zst", "work/100%.tar.zst", "work/a|b"} {
+		err := s.Put(context.Background(), key, strings.NewReader("x"), 1)
+		if errcode.Of(err) != errcode.InvalidInput || errcode.HintOf(err) == "" {
+			t.Errorf("Put(%q) = %v [%s], want invalid_input with a hint", key, err, errcode.Of(err))
+		}
+	}
+	if reqs := d.requestLog(); len(reqs) != n {
+		t.Errorf("requests sent for refused keys: %q", reqs[n:])
 	}
 }
 
