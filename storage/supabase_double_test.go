@@ -56,6 +56,12 @@ type supabaseDouble struct {
 	key    string
 	dir    string
 	legacy bool // answer errors with HTTP 400 and the real status in the body, like older servers
+	// maxUpload, when positive, is the project's upload size limit: a
+	// larger upload is refused with 413 "Payload too large" (EntityTooLarge
+	// in supabase/storage's src/storage/errors.ts), as soon as its
+	// Content-Length says so, or once a streamed body passes the limit,
+	// without reading the rest.
+	maxUpload int64
 
 	mu        sync.Mutex
 	buckets   map[string]bool
@@ -250,16 +256,32 @@ func (d *supabaseDouble) upload(w http.ResponseWriter, r *http.Request, bucket, 
 		d.errorBody(w, http.StatusConflict, "Duplicate", "The resource already exists")
 		return
 	}
+	tooLarge := func() {
+		d.errorBody(w, http.StatusRequestEntityTooLarge, "Payload too large", "The object exceeded the maximum allowed size")
+	}
+	if d.maxUpload > 0 && r.ContentLength > d.maxUpload {
+		tooLarge()
+		return
+	}
 	f, err := os.Create(tmp)
 	if err != nil {
 		d.t.Errorf("supabase double: %v", err)
 		return
 	}
-	n, err := io.Copy(f, r.Body)
+	var body io.Reader = r.Body
+	if d.maxUpload > 0 {
+		body = io.LimitReader(r.Body, d.maxUpload+1)
+	}
+	n, err := io.Copy(f, body)
 	f.Close()
 	if err != nil {
 		// The client went away: the service stores nothing.
 		os.Remove(tmp)
+		return
+	}
+	if d.maxUpload > 0 && n > d.maxUpload {
+		os.Remove(tmp)
+		tooLarge()
 		return
 	}
 	d.mu.Lock()

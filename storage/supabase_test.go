@@ -99,6 +99,47 @@ func TestSupabaseRefusedCharacters(t *testing.T) {
 	}
 }
 
+// TestSupabaseUploadLimit: an upload over the project's (or bucket's) size
+// limit is refused with {"statusCode":"413","error":"Payload too large",
+// "message":"The object exceeded the maximum allowed size"}, with HTTP 413
+// or, from older servers, HTTP 400. Known size or streamed, the error says
+// to raise the limit (a rerun would fail the same way), is not retried, and
+// leaves no object.
+func TestSupabaseUploadLimit(t *testing.T) {
+	const limit = 1 << 20
+	data := bytes.Repeat([]byte("0123456789abcdef"), 4*limit/16)
+	for _, legacy := range []bool{false, true} {
+		for _, size := range []int64{int64(len(data)), -1} {
+			t.Run(fmt.Sprintf("legacy=%v size=%d", legacy, size), func(t *testing.T) {
+				d := newSupabaseDouble(t)
+				d.legacy, d.maxUpload = legacy, limit
+				s := mustOpen(t, "supabase://", d.opts())
+				var r io.Reader = bytes.NewReader(data)
+				if size < 0 {
+					r = io.MultiReader(r) // not replayable
+				}
+				n := len(d.requestLog())
+				err := s.Put(context.Background(), "work/big.tar.zst", r, size)
+				if errcode.Of(err) != errcode.StorageUnavailable || !strings.Contains(errcode.HintOf(err), "upload limit") {
+					t.Fatalf("Put = %v [%s] (hint %q), want storage_unavailable naming the upload limit", err, errcode.Of(err), errcode.HintOf(err))
+				}
+				uploads := 0
+				for _, req := range d.requestLog()[n:] {
+					if strings.HasPrefix(req, "POST /storage/v1/object/browser-profiles/") {
+						uploads++
+					}
+				}
+				if uploads != 1 {
+					t.Errorf("%d uploads, want 1 (a refusal for size is not retried)", uploads)
+				}
+				if names := d.names(DefaultSupabaseBucket); len(names) != 0 {
+					t.Errorf("objects left: %q", names)
+				}
+			})
+		}
+	}
+}
+
 // TestSupabaseLegacyErrorStatuses: older servers answer errors with HTTP
 // 400 and the real status in the body's statusCode; the codes still follow
 // the real status.
