@@ -2,9 +2,11 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -156,18 +158,72 @@ func badURL(rawURL, format string, args ...any) *errcode.Error {
 	return errcode.New(errcode.InvalidInput, "bad store URL %q: "+format, append([]any{redactURL(rawURL)}, args...)...).WithHint(urlHint)
 }
 
-// redactURL drops any user:password@ part so that secrets never reach logs.
+// redactURL drops any user:password@ part so that secrets never reach logs,
+// also from the endpoint parameter (endpoint=https://KEY:SECRET@host), and
+// the values of query parameters other than endpoint, region and insecure
+// (a mistaken ?secret_key=… is echoed as ?secret_key=REDACTED).
 func redactURL(rawURL string) string {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
 		return rawURL
 	}
+	rest, query, hasQuery := strings.Cut(rest, "?")
 	host, path, _ := strings.Cut(rest, "/")
 	if i := strings.LastIndex(host, "@"); i >= 0 {
 		host = "REDACTED@" + host[i+1:]
 	}
-	if path == "" && !strings.Contains(rest, "/") {
+	out := scheme + "://" + host
+	if path != "" || strings.Contains(rest, "/") {
+		out += "/" + path
+	}
+	if !hasQuery {
+		return out
+	}
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		k, v, hasValue := strings.Cut(p, "=")
+		switch {
+		case !hasValue:
+		case k == "endpoint":
+			params[i] = k + "=" + redactEndpoint(v)
+		case k != "region" && k != "insecure":
+			params[i] = k + "=REDACTED"
+		}
+	}
+	return out + "?" + strings.Join(params, "&")
+}
+
+// redactEndpoint drops a user:password@ part from an endpoint parameter,
+// escaped (%40) or not.
+func redactEndpoint(v string) string {
+	scheme, hostport, ok := strings.Cut(v, "://")
+	if !ok {
+		scheme, hostport = "", v
+	}
+	host, path, hasPath := strings.Cut(hostport, "/")
+	i := strings.LastIndex(host, "@")
+	if j := strings.LastIndex(strings.ToLower(host), "%40"); j >= 0 && j+2 > i {
+		i = j + 2
+	}
+	if i < 0 {
+		return v
+	}
+	host = "REDACTED@" + host[i+1:]
+	if hasPath {
+		host += "/" + path
+	}
+	if ok {
 		return scheme + "://" + host
 	}
-	return scheme + "://" + host + "/" + path
+	return host
+}
+
+// parseErr is what url.Parse said about rawURL, without rawURL itself
+// (which its error quotes whole, credentials included).
+func parseErr(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }

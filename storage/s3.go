@@ -64,7 +64,7 @@ const s3SweepGrace = time.Hour
 func openS3(rawURL string, opts Options) (Store, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, badURL(rawURL, "%v", err)
+		return nil, badURL(rawURL, "%v", parseErr(err))
 	}
 	if u.User != nil {
 		return nil, badURL(rawURL, "credentials do not belong in the URL").WithHint("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or --aws-access-key-id and --aws-secret-access-key)")
@@ -123,7 +123,7 @@ func openS3(rawURL string, opts Options) (Store, error) {
 		}
 		host, path, _ := strings.Cut(s.endpoint, "/")
 		if host == "" || strings.ContainsAny(host, "?#@") {
-			return nil, badURL(rawURL, "endpoint %q: use host:port or host:port/path", s.endpoint)
+			return nil, badURL(rawURL, "endpoint %q: use host:port or host:port/path", redactEndpoint(s.endpoint))
 		}
 		if path = strings.TrimSuffix(path, "/"); path != "" {
 			if err := checkEndpointPath(path); err != nil {

@@ -454,3 +454,37 @@ func TestLocation(t *testing.T) {
 		})
 	}
 }
+
+// TestBadStoreURLsHideCredentials: a store URL that is refused is quoted in
+// the error, which reaches stderr, --json output and logs; credentials
+// written into it by mistake never are: a user:password@ part of the URL
+// or of its endpoint parameter (escaped or not), the values of unknown
+// parameters (?secret_key=…), and url.Parse's own error, which quotes the
+// whole URL.
+func TestBadStoreURLsHideCredentials(t *testing.T) {
+	const secret = "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"
+	opts := Options{AWSAccessKeyID: "AKID", AWSSecretAccessKey: "x", SupabaseURL: "https://p.supabase.co", SupabaseServiceKey: "k"}
+	for _, rawURL := range []string{
+		"s3://AKID:" + secret + "@bucket/pfx",
+		"s3://bucket/pfx?endpoint=AKID:" + secret + "@127.0.0.1:9000",
+		"s3://bucket/pfx?endpoint=https://AKID:" + secret + "@minio.example.com",
+		"s3://bucket/pfx?endpoint=https://AKID:" + secret + "%40minio.example.com",
+		"s3://bucket/pfx?endpoint=127.0.0.1:9000&secret_key=" + secret,
+		"s3://bucket/pfx?access_key=AKID&secret=" + secret + "&insecure=true",
+		"s3://AKID:" + secret + "%zz@bucket/pfx",
+		"supabase://bucket/pfx?key=" + secret,
+		"supabase://svc:" + secret + "@bucket/pfx",
+		"supabase://svc:" + secret + "%zz@bucket/pfx",
+		"file:///tmp/x?secret=" + secret,
+	} {
+		t.Run(rawURL, func(t *testing.T) {
+			_, err := Open(context.Background(), rawURL, opts)
+			if errcode.Of(err) != errcode.InvalidInput {
+				t.Fatalf("Open = %v [%s], want invalid_input", err, errcode.Of(err))
+			}
+			if strings.Contains(err.Error(), secret) || strings.Contains(errcode.HintOf(err), secret) {
+				t.Errorf("the error shows the secret: %v (hint %q)", err, errcode.HintOf(err))
+			}
+		})
+	}
+}
