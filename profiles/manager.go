@@ -20,6 +20,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"director/catalog"
+	"director/encrypt"
 	"director/errcode"
 	"director/launcher"
 	"director/snapshot"
@@ -785,7 +786,9 @@ func strays(profile string, objs []storage.Object, rows []catalog.Snapshot, cuto
 // Prune deletes a profile's snapshots in the Manager's store beyond the
 // newest keepLast, except those younger than keepWithin (when non-zero). It
 // never deletes the newest snapshot whose archive is in the store, and never
-// looks at other stores. It lists the store first, so that a row whose
+// looks at other stores. It first adds to the catalog the snapshots other
+// machines stored (see adoptFromStore), so that the newest keepLast are the
+// store's, whichever machine made them. It lists the store first, so that a row whose
 // archive is gone never counts as a kept snapshot, and an unreachable store
 // fails the prune before anything is deleted. It then removes the strays
 // (see PruneResult.Strays) that kills left. Last, when the store is a
@@ -807,9 +810,22 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 	if err != nil {
 		return nil, err
 	}
+	// The store is shared: snapshots other machines made count too, or a
+	// machine whose catalog never saw them would call the profile unknown,
+	// or keep its own older snapshots as "the last N". A manifest this
+	// machine cannot decrypt is passed over: its snapshot is not deleted.
+	locked, lockedErr, err := m.adoptFromStore(ctx, store, name)
+	if err != nil {
+		return nil, errcode.Hinted(err, errcode.Of(err), storeHint(err, "nothing was deleted"), "listing %s in %s", name+"/", m.Store)
+	}
 	snaps, err := m.Catalog.ListSnapshots(ctx, store, name)
 	if err != nil {
 		return nil, err
+	}
+	if len(snaps) == 0 && locked != "" {
+		return nil, errcode.Hinted(lockedErr, errcode.DecryptFailed,
+			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots are encrypted to: prune reads their manifests",
+			"the snapshots of %q in %s are encrypted to a key this machine does not have (the newest is %s); nothing was deleted", name, m.Store, locked)
 	}
 	if len(snaps) == 0 {
 		if err := m.requireDir(name); errcode.Of(err) == errcode.ProfileNotFound {

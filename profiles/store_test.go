@@ -889,3 +889,79 @@ func TestStaleCatalogAfterAnotherMachinePrunes(t *testing.T) {
 		})
 	}
 }
+
+// TestPruneCountsOtherMachinesSnapshots: in a shared store, prune on a
+// machine whose catalog never saw another machine's snapshots (a fresh
+// cron host, or one that rebuilt before the newest) keeps the store's
+// newest N. It called the profile unknown ("no snapshots in" the store,
+// without looking) or kept its own older rows as "the last N". A machine
+// that cannot decrypt the manifests says so and deletes nothing.
+func TestPruneCountsOtherMachinesSnapshots(t *testing.T) {
+	ctx := context.Background()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		identity bool
+		stale    bool // B rebuilt its catalog after A's first snapshot
+		wantErr  errcode.Code
+	}{
+		{"fresh machine", true, false, ""},
+		{"stale catalog", true, true, ""},
+		{"no identity", false, false, errcode.DecryptFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newTestManager(t)
+			a.Recipients, a.Identities = []age.Recipient{id.Recipient()}, []age.Identity{id}
+			if err := a.Create(ctx, "work"); err != nil {
+				t.Fatal(err)
+			}
+			writeProfile(t, a.Dir("work"), "a")
+			b := newTestManager(t)
+			b.Store = a.Store
+			if tt.identity {
+				b.Identities = []age.Identity{id}
+			}
+			var ids []string
+			for i := range 3 {
+				r, err := a.Snapshot(ctx, "work", SnapshotOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, r.ID)
+				if i == 0 && tt.stale {
+					if _, err := b.Rebuild(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			before := storeKeys(t, a.Store, "work/")
+			res, err := b.Prune(ctx, "work", 1, 0)
+			if tt.wantErr != "" {
+				if errcode.Of(err) != tt.wantErr || !strings.Contains(errcode.HintOf(err), "identity") {
+					t.Fatalf("Prune = %v [%s] (hint %q), want %s naming the identity", err, errcode.Of(err), errcode.HintOf(err), tt.wantErr)
+				}
+				if after := storeKeys(t, a.Store, "work/"); !slices.Equal(after, before) {
+					t.Errorf("store %q after a failed prune, want %q", after, before)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Prune: %v", err)
+			}
+			newest := ids[len(ids)-1]
+			if !slices.Equal(res.Kept, []string{newest}) || len(res.Deleted) != 2 {
+				t.Fatalf("prune kept %q and deleted %q, want %s kept and the 2 others deleted", res.Kept, res.Deleted, newest)
+			}
+			if got := snapshotIDs(t, a, "work"); len(got) != 3 {
+				t.Fatalf("A's catalog changed: %q", got)
+			}
+			if _, err := a.Restore(ctx, "work", newest, RestoreOptions{}); err != nil {
+				t.Errorf("the kept snapshot does not restore: %v", err)
+			}
+		})
+	}
+}

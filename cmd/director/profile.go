@@ -387,9 +387,10 @@ func profileCommands() []*cli.Command {
 		{
 			Name: "prune", Usage: "delete old snapshots of a profile (never the newest)", ArgsUsage: "NAME",
 			Description: "Deletes the profile's snapshots in the store beyond the newest --keep-last N, except those\n" +
-				"younger than --keep-within, and drops catalog rows whose archive has left the store. Then it removes\n" +
-				"what commands killed midway left in the store: archives without a manifest (or the reverse) and S3\n" +
-				"uploads more than an hour old, and partial files.\n" +
+				"younger than --keep-within, and drops catalog rows whose archive has left the store. It counts the\n" +
+				"snapshots other machines stored too (it reads their manifests, so it needs the identity when they are\n" +
+				"encrypted). Then it removes what commands killed midway left in the store: archives without a\n" +
+				"manifest (or the reverse), S3 uploads more than an hour old, and partial files.\n" +
 				"Safe to run from cron beside the refresh workflow.",
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "keep-last", Usage: "keep the newest `N` snapshots (at least 1)", Required: true},
