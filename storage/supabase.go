@@ -48,8 +48,8 @@ import (
 // 5xx storage_unavailable (retried). Older servers answer some errors with
 // HTTP 400 and the real status in the body's "statusCode"; that field wins.
 //
-// The bucket (browser-profiles by default) is created, private, on first use
-// when missing.
+// The bucket (browser-profiles by default) is created, private, by the
+// first upload when missing; other calls report a missing bucket.
 type supabaseStore struct {
 	base   string // https://ref.supabase.co/storage/v1
 	bucket string
@@ -289,9 +289,12 @@ func (s *supabaseStore) classify(ctx context.Context, what string, err error) er
 	return fail(s, what, "", false, "", err)
 }
 
-// ensureBucket checks once per store that the bucket exists and creates it,
-// private, when it does not. A concurrent creation (409) counts as success.
-func (s *supabaseStore) ensureBucket(ctx context.Context) error {
+// ensureBucket checks once per store that the bucket exists. An upload
+// (create) creates it, private, when it does not; a concurrent creation
+// (409) counts as success. Any other call fails on a missing bucket
+// instead: a restore, listing or prune through a misspelt bucket name would
+// otherwise create an empty bucket and report that it holds no snapshot.
+func (s *supabaseStore) ensureBucket(ctx context.Context, create bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.bucketReady {
@@ -311,6 +314,13 @@ func (s *supabaseStore) ensureBucket(ctx context.Context) error {
 		}
 		return s.classify(ctx, what, err)
 	})
+	if (ProblemOf(err) == ProblemNoBucket || errors.Is(err, ErrNotFound)) && !create {
+		hint := fmt.Sprintf("bucket %q does not exist in the project of SUPABASE_URL: check the bucket name in the store URL (supabase://BUCKET/PREFIX) and SUPABASE_URL; the first snapshot into a new bucket creates it", s.bucket)
+		if ProblemOf(err) == ProblemNoBucket {
+			return errcode.Hinted(err, errcode.StorageUnavailable, hint, "")
+		}
+		return fail(s, what, ProblemNoBucket, false, hint, errors.New("bucket not found"))
+	}
 	if ProblemOf(err) == ProblemNoBucket || errors.Is(err, ErrNotFound) {
 		what = fmt.Sprintf("create bucket %q", s.bucket)
 		s.opts.Log.Info("creating the Supabase bucket", "bucket", s.bucket)
@@ -339,7 +349,7 @@ func (s *supabaseStore) Stat(ctx context.Context, key string) (Object, error) {
 	if err := s.validKey(key); err != nil {
 		return Object{}, err
 	}
-	if err := s.ensureBucket(ctx); err != nil {
+	if err := s.ensureBucket(ctx, false); err != nil {
 		return Object{}, err
 	}
 	what := fmt.Sprintf("stat %q", key)
@@ -376,7 +386,7 @@ func (s *supabaseStore) Get(ctx context.Context, key string) (io.ReadCloser, Obj
 	if err := s.validKey(key); err != nil {
 		return nil, Object{}, err
 	}
-	if err := s.ensureBucket(ctx); err != nil {
+	if err := s.ensureBucket(ctx, false); err != nil {
 		return nil, Object{}, err
 	}
 	what := fmt.Sprintf("get %q", key)
@@ -413,6 +423,9 @@ func (s *supabaseStore) Get(ctx context.Context, key string) (io.ReadCloser, Obj
 
 func (s *supabaseStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
 	if err := s.validKey(key); err != nil {
+		return err
+	}
+	if err := s.ensureBucket(ctx, true); err != nil {
 		return err
 	}
 	if err := checkNewKey(ctx, s, key); err != nil {
@@ -492,7 +505,7 @@ func (s *supabaseStore) Delete(ctx context.Context, key string) error {
 	if err := s.validKey(key); err != nil {
 		return err
 	}
-	if err := s.ensureBucket(ctx); err != nil {
+	if err := s.ensureBucket(ctx, false); err != nil {
 		return err
 	}
 	what := fmt.Sprintf("delete %q", key)
@@ -526,7 +539,7 @@ func (s *supabaseStore) List(ctx context.Context, prefix string) ([]Object, erro
 	if c := supabaseRefuses(prefix); c != "" {
 		return nil, badKey(prefix, "Supabase Storage refuses %s in object names", c)
 	}
-	if err := s.ensureBucket(ctx); err != nil {
+	if err := s.ensureBucket(ctx, false); err != nil {
 		return nil, err
 	}
 	what := fmt.Sprintf("list %q", prefix)

@@ -22,9 +22,7 @@ import (
 func TestSupabaseCreatesPrivateBucketWhenMissing(t *testing.T) {
 	d := newSupabaseDouble(t)
 	s := mustOpen(t, "supabase://", d.opts())
-	if objs, err := s.List(context.Background(), ""); err != nil || len(objs) != 0 {
-		t.Fatalf("List = %v, %v", objs, err)
-	}
+	put(t, s, "a", "x")
 	d.mu.Lock()
 	ok := d.buckets[DefaultSupabaseBucket]
 	d.mu.Unlock()
@@ -33,9 +31,43 @@ func TestSupabaseCreatesPrivateBucketWhenMissing(t *testing.T) {
 	}
 	// A second store sees the bucket and does not create it again.
 	n := len(d.requestLog())
-	put(t, mustOpen(t, "supabase://", d.opts()), "a", "x")
+	put(t, mustOpen(t, "supabase://", d.opts()), "b", "x")
 	if reqs := d.requestLog()[n:]; slices.Contains(reqs, "POST /storage/v1/bucket") {
 		t.Errorf("bucket created again: %q", reqs)
+	}
+}
+
+// TestSupabaseReadsNeverCreateTheBucket: only an upload creates a missing
+// bucket. A restore, listing, stat or delete through a misspelt bucket name
+// fails with missing_bucket and a hint to check the name, and creates
+// nothing: it used to create an empty bucket and report no snapshots.
+func TestSupabaseReadsNeverCreateTheBucket(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		call func(s Store) error
+	}{
+		{"list", func(s Store) error { _, err := s.List(ctx, "work/"); return err }},
+		{"stat", func(s Store) error { _, err := s.Stat(ctx, "work/a.tar.zst"); return err }},
+		{"get", func(s Store) error { _, _, err := s.Get(ctx, "work/a.tar.zst"); return err }},
+		{"delete", func(s Store) error { return s.Delete(ctx, "work/a.tar.zst") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newSupabaseDouble(t)
+			put(t, mustOpen(t, "supabase://browser-profiles", d.opts()), "work/a.tar.zst", "x")
+			err := tt.call(mustOpen(t, "supabase://browser-profils", d.opts()))
+			if errcode.Of(err) != errcode.StorageUnavailable || ProblemOf(err) != ProblemNoBucket ||
+				!strings.Contains(errcode.HintOf(err), `bucket "browser-profils" does not exist`) {
+				t.Fatalf("err = %v [%s, %s] (hint %q), want storage_unavailable, missing_bucket, naming the bucket", err, errcode.Of(err), ProblemOf(err), errcode.HintOf(err))
+			}
+			d.mu.Lock()
+			created := d.buckets["browser-profils"]
+			d.mu.Unlock()
+			if created {
+				t.Errorf("%s created the misspelt bucket", tt.name)
+			}
+		})
 	}
 }
 
