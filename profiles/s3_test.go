@@ -282,3 +282,43 @@ func TestFailuresWithTheStoreDownLogNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreLatestKeepsTheStoresDiagnosis: restore latest on a machine
+// whose catalog has no snapshot of the profile must list the store; when
+// that fails, the hint is the store's own diagnosis (a misspelt bucket,
+// refused credentials), not only "run director store check", which for a
+// Supabase store would create the misspelt bucket and pass.
+func TestRestoreLatestKeepsTheStoresDiagnosis(t *testing.T) {
+	ctx := context.Background()
+	srv := s3test.Start(t)
+	tests := []struct {
+		name     string
+		url      string
+		secret   string
+		wantHint string
+	}{
+		{"misspelt bucket", strings.Replace(srv.StoreURL("snaps"), "s3://"+srv.Bucket, "s3://"+srv.Bucket+"-typo", 1), srv.SecretKey, "does not exist"},
+		{"wrong secret", srv.StoreURL("snaps"), "wrongwrong", "AWS_SECRET_ACCESS_KEY"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newTestManager(t)
+			st, err := storage.Open(ctx, tt.url, storage.Options{
+				AWSAccessKeyID: srv.AccessKey, AWSSecretAccessKey: tt.secret, Retry: storage.RetryPolicy{Attempts: 1},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Store = st
+			for _, call := range []func() error{
+				func() error { _, err := m.Restore(ctx, "work", "latest", RestoreOptions{}); return err },
+				func() error { _, err := m.Verify(ctx, "work", "latest"); return err },
+			} {
+				err := call()
+				if errcode.Of(err) != errcode.StorageUnavailable || !strings.Contains(errcode.HintOf(err), tt.wantHint) {
+					t.Errorf("err = %v [%s], hint %q; want storage_unavailable with %q in the hint", err, errcode.Of(err), errcode.HintOf(err), tt.wantHint)
+				}
+			}
+		})
+	}
+}

@@ -580,7 +580,7 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, unlisted *er
 	if errcode.Of(err) == errcode.SnapshotNotFound && adoptErr != nil {
 		// Not "no snapshot yet": the store could not say. A caller that took
 		// it for "none" would start from an empty profile.
-		return row, errcode.Hinted(adoptErr, errcode.Of(adoptErr), "check the store with `director store check`, then retry",
+		return row, errcode.Hinted(adoptErr, errcode.Of(adoptErr), storeHint(adoptErr, "then retry"),
 			"the catalog has no snapshot of %q and the store %s could not be listed", name, m.Store)
 	}
 	if errcode.Of(err) == errcode.SnapshotNotFound {
