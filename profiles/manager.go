@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -453,6 +454,12 @@ type DeleteResult struct {
 	Store            string   `json:"store,omitempty"`
 	DeletedSnapshots []string `json:"deleted_snapshots,omitempty"`
 	DeletedObjects   []string `json:"deleted_objects,omitempty"`
+	// LeftInStore lists the archives without their manifest (or the
+	// reverse) that are younger than StrayGrace by the store's clock: most
+	// likely another machine's snapshot between storing the two, which
+	// deleting would leave half there, reported as stored. `director
+	// profile prune` or a later delete removes them once they are older.
+	LeftInStore []string `json:"left_in_store,omitempty"`
 }
 
 // Delete removes a local profile and, with withSnapshots, its snapshots:
@@ -530,11 +537,12 @@ func (m *Manager) Delete(ctx context.Context, name string, withSnapshots bool) (
 type snapshotPlan struct {
 	store string
 	rows  []catalog.Snapshot // the store's catalog rows of the profile
-	keys  []string           // every object under "NAME/", manifests first
+	keys  []string           // every object under "NAME/", manifests first, but left
 	ids   []string           // snapshot ids of rows and objects, newest first
+	left  []string           // young strays: perhaps snapshots under way (DeleteResult.LeftInStore)
 }
 
-func (p *snapshotPlan) empty() bool { return len(p.rows) == 0 && len(p.keys) == 0 }
+func (p *snapshotPlan) empty() bool { return len(p.rows) == 0 && len(p.keys) == 0 && len(p.left) == 0 }
 
 func (m *Manager) planSnapshotDeletion(ctx context.Context, name string) (*snapshotPlan, error) {
 	store, err := m.catalogStore(ctx)
@@ -550,6 +558,21 @@ func (m *Manager) planSnapshotDeletion(ctx context.Context, name string) (*snaps
 		return nil, fmt.Errorf("listing the snapshots of %q in %s: %w", name, m.Store, err)
 	}
 	p := &snapshotPlan{store: store, rows: rows}
+	// An archive without its manifest that is younger than StrayGrace is
+	// most likely another machine's snapshot between storing the two:
+	// deleting the archive would leave it a manifest without an archive,
+	// which that machine reports as a snapshot stored.
+	old, err := m.oldStrays(ctx, name, objs, rows)
+	if err != nil {
+		return nil, fmt.Errorf("asking %s for its time, to age the objects of %q that belong to no snapshot: %w", m.Store, name, err)
+	}
+	young := map[string]bool{}
+	for _, k := range strays(name, objs, rows, time.Now().Add(100*365*24*time.Hour)) {
+		if !slices.Contains(old, k) {
+			young[k] = true
+			p.left = append(p.left, k)
+		}
+	}
 	seen := map[string]bool{}
 	for _, r := range rows {
 		if !seen[r.ID] {
@@ -561,6 +584,9 @@ func (m *Manager) planSnapshotDeletion(ctx context.Context, name string) (*snaps
 	for _, o := range objs {
 		if !strings.HasPrefix(o.Key, name+"/") {
 			continue // a store whose List over-matches
+		}
+		if young[o.Key] {
+			continue
 		}
 		if _, _, _, ok := parseManifestKey(o.Key); ok {
 			manifests = append(manifests, o.Key)
@@ -605,6 +631,7 @@ func (m *Manager) deleteSnapshots(ctx context.Context, p *snapshotPlan, res *Del
 		}
 	}
 	res.DeletedSnapshots = p.ids
+	res.LeftInStore = p.left
 	for _, key := range p.keys {
 		if err := m.Store.Delete(ctx, key); err != nil {
 			return errcode.Hinted(err, errcode.Of(err), storeHint(err, finishDelete(res.Profile)),

@@ -218,7 +218,8 @@ func TestDeleteWithSnapshots(t *testing.T) {
 		dir      bool // the profile directory exists
 		snapshot bool // a snapshot in the store and the catalog
 		lostRows bool // the catalog lost its rows (db deleted)
-		strays   bool // objects under NAME/ no manifest describes
+		strays   bool // objects under NAME/ no manifest describes, 2 hours old
+		young    bool // the strays were stored a moment ago: perhaps another machine's snapshot under way
 		killed   bool // a snapshot killed midway left its partial upload
 	}
 	cases := []struct {
@@ -235,6 +236,12 @@ func TestDeleteWithSnapshots(t *testing.T) {
 		{"no dir, lost catalog", setup{snapshot: true, lostRows: true}, true, "", false, 0},
 		{"stray objects", setup{dir: true, snapshot: true, strays: true}, true, "", true, 0},
 		{"only stray objects", setup{strays: true}, true, "", false, 0},
+		// An archive without its manifest (or the reverse) younger than
+		// StrayGrace may be another machine's snapshot between storing the
+		// two: deleting it would leave a manifest without its archive,
+		// which that machine reports as stored. It is left, and said.
+		{"young stray objects", setup{dir: true, snapshot: true, strays: true, young: true}, true, "", true, 2},
+		{"only young stray objects", setup{strays: true, young: true}, true, "", false, 2},
 		{"first snapshot killed", setup{dir: true, killed: true}, true, "", true, 0},
 		{"snapshot killed after another", setup{dir: true, snapshot: true, killed: true}, true, "", true, 0},
 		{"nothing at all", setup{}, true, errcode.ProfileNotFound, false, 0},
@@ -262,10 +269,17 @@ func TestDeleteWithSnapshots(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			strayKeys := []string{name + "/work-20260101T000000Z-abcd.tar.zst.age", name + "/work-20260102T000000Z-efgh.manifest.json"}
 			if c.setup.strays {
-				for _, key := range []string{name + "/work-20260101T000000Z-abcd.tar.zst.age", name + "/work-20260102T000000Z-efgh.manifest.json", name + "/notes.txt"} {
+				for _, key := range append(strayKeys, name+"/notes.txt") {
 					if err := m.Store.Put(ctx, key, strings.NewReader("stray"), 5); err != nil {
 						t.Fatal(err)
+					}
+					if !c.setup.young {
+						old := time.Now().Add(-2 * time.Hour)
+						if err := os.Chtimes(filepath.Join(strings.TrimPrefix(m.Store.String(), "file://"), key), old, old); err != nil {
+							t.Fatal(err)
+						}
 					}
 				}
 			}
@@ -314,11 +328,18 @@ func TestDeleteWithSnapshots(t *testing.T) {
 				if c.setup.snapshot {
 					want++
 				}
-				if c.setup.strays {
+				if c.setup.strays && !c.setup.young {
 					want += 2 // an archive and a manifest of two more snapshot ids
 				}
 				if res == nil || len(res.DeletedSnapshots) != want {
 					t.Errorf("DeletedSnapshots = %+v, want %d ids", res, want)
+				}
+				var wantLeft []string
+				if c.setup.young {
+					wantLeft = strayKeys
+				}
+				if res != nil && !slices.Equal(res.LeftInStore, wantLeft) {
+					t.Errorf("LeftInStore = %q, want %q", res.LeftInStore, wantLeft)
 				}
 			}
 			if _, err := os.Stat(partial); c.setup.killed && err == nil {

@@ -269,6 +269,9 @@ func profileCommands() []*cli.Command {
 					default:
 						fmt.Fprintf(w, "deleted profile %s\n", name)
 					}
+					if n := len(res.LeftInStore); n > 0 {
+						fmt.Fprintf(w, "left %d object(s) stored less than an hour ago without their archive or manifest, perhaps a snapshot another machine is storing now: run this again later\n", n)
+					}
 				})
 				return nil
 			}),
