@@ -927,11 +927,13 @@ func TestPruneCountsOtherMachinesSnapshots(t *testing.T) {
 		name     string
 		identity bool
 		stale    bool // B rebuilt its catalog after A's first snapshot
+		damaged  bool // the store also holds a damaged manifest, sorted before A's
 		wantErr  errcode.Code
 	}{
-		{"fresh machine", true, false, ""},
-		{"stale catalog", true, true, ""},
-		{"no identity", false, false, errcode.DecryptFailed},
+		{"fresh machine", true, false, false, ""},
+		{"stale catalog", true, true, false, ""},
+		{"damaged manifest", true, false, true, ""},
+		{"no identity", false, false, false, errcode.DecryptFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -957,6 +959,11 @@ func TestPruneCountsOtherMachinesSnapshots(t *testing.T) {
 					if _, err := b.Rebuild(ctx); err != nil {
 						t.Fatal(err)
 					}
+				}
+			}
+			if tt.damaged {
+				if err := a.Store.Put(ctx, "work/work-20200101T000000Z-dmgd.manifest.json", strings.NewReader("not json{"), 9); err != nil {
+					t.Fatal(err)
 				}
 			}
 			before := storeKeys(t, a.Store, "work/")

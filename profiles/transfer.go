@@ -621,6 +621,12 @@ func (m *Manager) adoptFromStore(ctx context.Context, store, name string) (locke
 			}
 			continue
 		}
+		if errcode.Of(err) == errcode.SnapshotCorrupt {
+			// One damaged manifest must not hide the snapshots after it
+			// (restore latest would go back in time, prune would fail).
+			m.log().Warn("passed over a damaged manifest in the store; `director catalog rebuild` lists it", "key", o.Key, "err", err)
+			continue
+		}
 		if err != nil {
 			return locked, lockedErr, err
 		}
