@@ -14,4 +14,13 @@
 // The catalog may index several stores; a Manager works on the snapshot rows
 // of its own Store only (listing, latest, prune, delete, verify, restore,
 // rebuild), and records that store in every row it inserts.
+//
+// A store may be shared by several machines, each with its own catalog.
+// Restore and verify of "latest", and prune, first add to the catalog the
+// snapshots other machines stored (reading only their manifests), so that
+// "latest" and "the last N" are the store's; a row whose archive another
+// machine deleted is reported as such (catalog rebuild drops it). Prune and
+// delete --with-snapshots leave an archive without its manifest that is
+// younger than StrayGrace by the store's clock: it may be another machine's
+// snapshot between storing the two.
 package profiles
