@@ -219,9 +219,7 @@ func Generate(path string) (recipient string, err error) {
 	}
 	rcpt := id.Recipient().String()
 	w := bufio.NewWriter(f)
-	fmt.Fprintf(w, "# created: %s\n", time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(w, "# public key: %s\n", rcpt)
-	fmt.Fprintf(w, "%s\n", id.String())
+	writeIdentity(w, id)
 	err = w.Flush()
 	if err == nil {
 		err = f.Sync()
@@ -234,6 +232,30 @@ func Generate(path string) (recipient string, err error) {
 		return "", errcode.Hinted(err, errcode.Internal, "check the free space and retry", "cannot write %s", path)
 	}
 	return rcpt, nil
+}
+
+// GenerateTo writes a new age identity to w, in the format Generate writes
+// to a file (age-keygen's), and returns its public key. It is for
+// `key generate --out -`: the caller owns where the secret goes.
+func GenerateTo(w io.Writer) (recipient string, err error) {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		return "", errcode.Wrap(err, errcode.Internal, "cannot generate an age identity")
+	}
+	bw := bufio.NewWriter(w)
+	writeIdentity(bw, id)
+	if err := bw.Flush(); err != nil {
+		return "", errcode.Wrap(err, errcode.Internal, "cannot write the identity")
+	}
+	return id.Recipient().String(), nil
+}
+
+// writeIdentity writes id as age-keygen does: two comment lines (when, and
+// the public key) and the secret key.
+func writeIdentity(w io.Writer, id *age.X25519Identity) {
+	fmt.Fprintf(w, "# created: %s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "# public key: %s\n", id.Recipient().String())
+	fmt.Fprintf(w, "%s\n", id.String())
 }
 
 // Encrypt returns a writer that encrypts to rs what is written to it and

@@ -50,7 +50,7 @@ func keyCommands() []*cli.Command {
 					"machine that restores. Machines that only snapshot need just the public key, in\n" +
 					encrypt.EnvRecipients + ". An existing file is never overwritten.",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "out", Usage: "write the identity to `FILE` (default <home>/age-identity.txt)"},
+					&cli.StringFlag{Name: "out", Usage: "write the identity to `FILE` (default <home>/age-identity.txt); - prints it on stdout, for a secret manager"},
 				},
 				Action: keyGenerate,
 			},
@@ -73,6 +73,9 @@ func keyGenerate(c *cli.Context) error {
 			WithHint("give the file with --out FILE")
 	}
 	out := c.String("out")
+	if out == "-" {
+		return keyGenerateToStdout(g)
+	}
 	if out == "" {
 		out = filepath.Join(g.Home, "age-identity.txt")
 	}
@@ -97,6 +100,24 @@ func keyGenerate(c *cli.Context) error {
 		fmt.Fprintf(w, "On every machine that restores (copy the file there, mode 0600):\n")
 		fmt.Fprintf(w, "  export %s=%s\n", encrypt.EnvIdentity, abs)
 	})
+	return nil
+}
+
+// keyGenerateToStdout is `key generate --out -`: the identity goes to stdout,
+// as age-keygen writes it, for a pipe into a secret manager; the public key
+// goes to stderr. --json cannot share stdout with the secret.
+func keyGenerateToStdout(g *globals) error {
+	if g.JSON {
+		return errcode.New(errcode.InvalidInput, "--out - prints the secret key on stdout, which --json needs for its result").
+			WithHint("drop --json (the public key is printed on stderr), or write the identity to a file with --out FILE")
+	}
+	rcpt, err := encrypt.GenerateTo(g.Stdout)
+	if err != nil {
+		return err
+	}
+	if !g.Quiet {
+		fmt.Fprintf(g.Stderr, "Public key: %s\n", rcpt)
+	}
 	return nil
 }
 

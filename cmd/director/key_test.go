@@ -148,3 +148,37 @@ func TestKeyRecipientOfTheWrongFile(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyGenerateToStdout: `--out -` prints the identity on stdout (what a
+// pipe into a secret manager reads), the public key on stderr, and writes no
+// file named "-"; with --json it is refused, since the result needs stdout.
+func TestKeyGenerateToStdout(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	code, out, errOut := runDirector(t, "--home", filepath.Join(dir, "home"), "key", "generate", "--out", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "-")); err == nil {
+		t.Error(`wrote a file named "-"`)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "home")); err == nil {
+		t.Error("created the home")
+	}
+	// What stdout got is an identity file that works: save it as a user would.
+	id := filepath.Join(dir, "id.txt")
+	if err := os.WriteFile(id, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, pub, _ := runDirector(t, "key", "recipient", id)
+	if pub == "" || !strings.Contains(errOut, "Public key: "+strings.TrimSpace(pub)) {
+		t.Errorf("stderr %q does not give the identity's public key %q", errOut, pub)
+	}
+
+	code, out, errOut = runDirector(t, "--json", "key", "generate", "--out", "-")
+	var fail errorJSON
+	if code != errcode.ExitUsage || json.Unmarshal([]byte(out), &fail) != nil || fail.Error.Code != errcode.InvalidInput ||
+		strings.Contains(out+errOut, "AGE-SECRET-KEY") {
+		t.Errorf("--json --out -: exit %d, %s %s", code, out, errOut)
+	}
+}
