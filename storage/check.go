@@ -33,6 +33,10 @@ type Report struct {
 	Problem   Problem `json:"problem,omitempty"`
 	Diagnosis string  `json:"diagnosis,omitempty"`
 	Hint      string  `json:"hint,omitempty"`
+	// CreatedBucket names the bucket the check's upload created because it
+	// did not exist (a Supabase store creates its bucket on the first
+	// upload); a misspelt name shows here rather than passing unnoticed.
+	CreatedBucket string `json:"created_bucket,omitempty"`
 
 	err        error
 	failedStep string
@@ -79,7 +83,11 @@ func Check(ctx context.Context, s Store) Report {
 		}
 	}
 
-	if !step("put", func() error { return s.Put(ctx, key, bytes.NewReader(probe), int64(len(probe))) }) {
+	ok := step("put", func() error { return s.Put(ctx, key, bytes.NewReader(probe), int64(len(probe))) })
+	if bc, is := s.(interface{ CreatedBucket() string }); is {
+		rep.CreatedBucket = bc.CreatedBucket()
+	}
+	if !ok {
 		skip("stat", "list", "get", "delete")
 		return rep
 	}

@@ -59,6 +59,19 @@ type supabaseStore struct {
 
 	mu          sync.Mutex
 	bucketReady bool
+	created     bool // this store created the bucket (see CreatedBucket)
+}
+
+// CreatedBucket names the bucket when this store created it (on its first
+// upload), else "". Check reports it: a misspelt bucket name would
+// otherwise pass a store check by being created.
+func (s *supabaseStore) CreatedBucket() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.created {
+		return s.bucket
+	}
+	return ""
 }
 
 // DefaultSupabaseBucket is the bucket of a supabase:// URL that names none.
@@ -337,6 +350,7 @@ func (s *supabaseStore) ensureBucket(ctx context.Context, create bool) error {
 			}
 			return cerr
 		})
+		s.created = err == nil
 	}
 	if err != nil {
 		return err

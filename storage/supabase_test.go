@@ -349,3 +349,21 @@ func TestSupabaseListPagesPastTheServerCap(t *testing.T) {
 		}
 	}
 }
+
+// TestSupabaseCheckSaysItCreatedTheBucket: a store check's upload creates a
+// missing bucket, as every first upload does; the report names it, so a
+// misspelt bucket does not pass the check unnoticed. A check of an existing
+// bucket reports no creation.
+func TestSupabaseCheckSaysItCreatedTheBucket(t *testing.T) {
+	d := newSupabaseDouble(t)
+	put(t, mustOpen(t, "supabase://browser-profiles", d.opts()), "work/a.tar.zst", "x")
+	for _, tt := range []struct{ url, want string }{
+		{"supabase://browser-profiles", ""},
+		{"supabase://browser-profils", "browser-profils"},
+	} {
+		rep := Check(context.Background(), mustOpen(t, tt.url, d.opts()))
+		if !rep.OK || rep.CreatedBucket != tt.want {
+			t.Errorf("check of %s: ok %v, created %q; want ok, created %q", tt.url, rep.OK, rep.CreatedBucket, tt.want)
+		}
+	}
+}

@@ -123,6 +123,9 @@ func printCheck(w io.Writer, rep storage.Report) {
 			fmt.Fprintf(w, "  %-7s FAILED  %8.1f ms  [%s] %s\n", st.Name, st.DurationMS, st.Code, st.Error)
 		}
 	}
+	if rep.CreatedBucket != "" {
+		fmt.Fprintf(w, "note: bucket %q did not exist; the check created it (private). If that name is a typo, delete the bucket and fix the store URL\n", rep.CreatedBucket)
+	}
 	if rep.OK {
 		fmt.Fprintln(w, "ok: the store works")
 		return

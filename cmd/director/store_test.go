@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"director/internal/s3test"
+	"director/storage"
 )
 
 func TestStoreCheckCommand(t *testing.T) {
@@ -206,5 +207,15 @@ func TestStoreCheckLocalCauses(t *testing.T) {
 				t.Errorf("exit %d, %s; want exit %d, %s, message ~%q without %q, hint ~%q", code, out, c.exit, c.code, c.msg, c.noMsg, c.hint)
 			}
 		})
+	}
+}
+
+// TestStoreCheckTextNamesACreatedBucket: the text report says when the
+// check created the bucket, and that a typo needs the bucket deleted.
+func TestStoreCheckTextNamesACreatedBucket(t *testing.T) {
+	var b bytes.Buffer
+	printCheck(&b, storage.Report{Store: "supabase://browser-profils", OK: true, CreatedBucket: "browser-profils"})
+	if !strings.Contains(b.String(), `bucket "browser-profils" did not exist; the check created it`) || !strings.Contains(b.String(), "ok: the store works") {
+		t.Errorf("text report:\n%s", b.String())
 	}
 }
