@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -297,5 +298,46 @@ func TestScanTreeOrderOnAnyConcurrency(t *testing.T) {
 	}
 	if !slices.Contains(want, "Profile 1/Cache/sub/deep/keep-too") || slices.Contains(want, "Profile 1/Cache/sub/drop") || len(want) < 100 {
 		t.Errorf("the reference walk is not testing includes: %v", want)
+	}
+}
+
+// Every compressing worker holds an encoder and a chunk slot (about 18 MB),
+// so a snapshot's memory must not grow with the machine's cores: by default
+// Create starts at most maxDefaultWorkers of them, and exactly the number
+// asked for when CreateOptions.Concurrency is set. The archive is the same
+// whatever the number.
+func TestCreateCompressWorkersBounded(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, profileTree())
+	genTree(t, filepath.Join(src, "Default", "IndexedDB", "gen"), 10<<20, 7)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	defer func() { testHookFrameWorkers = nil }()
+	var want []byte
+	for _, c := range []struct {
+		procs, concurrency, workers int
+	}{
+		{1, 0, 1},
+		{2, 0, 2},
+		{4, 0, maxDefaultWorkers},
+		{8, 0, maxDefaultWorkers},
+		{64, 0, maxDefaultWorkers},
+		{8, 4, 4},
+		{1, 3, 3},
+	} {
+		runtime.GOMAXPROCS(c.procs)
+		got := -1
+		testHookFrameWorkers = func(n int) { got = n }
+		_, arc := createArchive(t, src, CreateOptions{ID: "w", Profile: "p", Host: "h", CreatedAt: time.Unix(1, 0), Concurrency: c.concurrency})
+		if got != c.workers {
+			t.Errorf("GOMAXPROCS %d, Concurrency %d: %d compressing workers, want %d", c.procs, c.concurrency, got, c.workers)
+		}
+		if want == nil {
+			want = arc
+		} else if !bytes.Equal(arc, want) {
+			t.Errorf("GOMAXPROCS %d, Concurrency %d: the archive differs from the one-worker archive", c.procs, c.concurrency)
+		}
+	}
+	if maxDefaultWorkers < 2 {
+		t.Errorf("maxDefaultWorkers = %d: a two-core machine would compress on one", maxDefaultWorkers)
 	}
 }

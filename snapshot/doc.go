@@ -7,7 +7,7 @@
 // then every file, hashed with sha256 while it is read, and last
 // .director/digest.json, the digest of those hashes. It returns the complete
 // manifest, with every file's sha256, for the caller to store beside the
-// archive. The tar stream is cut into 4 MiB chunks compressed on every core,
+// archive. The tar stream is cut into 4 MiB chunks compressed on two cores,
 // each with the last 256 KiB of the one before as history, and their blocks
 // are written in order as one zstd frame, as `zstd -T0` writes it: memory
 // stays bounded and matches reach across chunk boundaries.
