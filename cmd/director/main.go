@@ -10,13 +10,29 @@ import (
 	"os/signal"
 	"syscall"
 
+	"director/errcode"
 	"director/internal/memlimit"
 )
 
 func main() {
 	memlimit.Apply()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	ctx, cancel := context.WithCancel(context.Background())
+	stops := &interrupts{graceful: 1}
+	ctx = context.WithValue(ctx, interruptsKey{}, stops)
+	out := &outputs{}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for range sigs {
+			if stops.next() {
+				cancel()
+				continue
+			}
+			out.quit(func() {
+				reportError(os.Stdout, os.Stderr, jsonRequested(os.Args), errQuitAtOnce)
+			}, errcode.ExitStatus(errQuitAtOnce))
+		}
+	}()
+	code := run(ctx, os.Args, out.writer(os.Stdout), out.writer(os.Stderr))
+	out.exit(code)
 }

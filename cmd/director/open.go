@@ -168,7 +168,9 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 
 	if c.Bool("snapshot") {
 		// The login is fresh: snapshot even after Ctrl-C. A second Ctrl-C
-		// stops the snapshot (which leaves nothing half-stored).
+		// stops the snapshot (which leaves nothing half-stored); a third
+		// quits at once.
+		allowAnotherInterrupt(ctx)
 		sctx, stop := signal.NotifyContext(context.WithoutCancel(ctx), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		note := c.String("note")

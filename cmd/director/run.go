@@ -186,7 +186,7 @@ func runWorkflow(c *cli.Context) error {
 		defer m.Catalog.Close()
 		r.Profiles, r.Catalog = m, m.Catalog
 	}
-	if f, ok := g.Stderr.(*os.File); ok && progress.Enabled(f, g.Quiet, g.JSON) {
+	if f, ok := fileOf(g.Stderr); ok && progress.Enabled(f, g.Quiet, g.JSON) {
 		r.Progress = progressPrinter(g.Stderr, len(w.Steps))
 	}
 

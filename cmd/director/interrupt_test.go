@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"director/errcode"
+)
+
+// TestMain runs director's main instead of the tests when
+// DIRECTOR_TEST_MAIN=1, so that a test can run the real command in a process
+// of its own and send it signals.
+func TestMain(m *testing.M) {
+	if os.Getenv("DIRECTOR_TEST_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// hungStore listens on 127.0.0.1 and accepts connections but never answers,
+// as an S3 server that stopped. It sends on requested when a request
+// arrives on a connection, and on closed when the client closes one (a
+// cancelled call).
+func hungStore(t *testing.T) (addr string, requested, closed <-chan struct{}) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, cls := make(chan struct{}, 64), make(chan struct{}, 64)
+	var held []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+			go func() {
+				if _, err := c.Read(make([]byte, 1)); err == nil {
+					acc <- struct{}{}
+					_, _ = io.Copy(io.Discard, c)
+				}
+				cls <- struct{}{}
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	return l.Addr().String(), acc, cls
+}
+
+// A second Ctrl-C (or SIGTERM) quits at once: after the first, a snapshot
+// to a store that stopped answering cleans up with calls that hang up to
+// their timeouts, and a user who presses Ctrl-C again must not have to wait
+// for them. It says so (interrupted, exit 1), once, as text or as the one
+// JSON object of --json.
+func TestSecondInterruptQuitsAtOnce(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		sig  syscall.Signal
+		json bool
+	}{
+		{"ctrl-c twice", syscall.SIGINT, false},
+		{"sigterm twice, json", syscall.SIGTERM, true},
+		{"ctrl-c twice, json", syscall.SIGINT, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			home := withProfile(t)
+			addr, requested, closed := hungStore(t)
+			args := []string{"--home", home, "--store", "s3://bucket/p?endpoint=" + addr + "&insecure=true",
+				"--store-call-timeout", "1h", "--store-idle-timeout", "1h", "--insecure-no-encryption"}
+			if c.json {
+				args = append(args, "--json")
+			}
+			cmd := exec.Command(os.Args[0], append(args, "profile", "snapshot", "work")...)
+			cmd.Env = append(os.Environ(), "DIRECTOR_TEST_MAIN=1", "AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=secret-key")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan struct{})
+			var waitErr error
+			go func() { waitErr = cmd.Wait(); close(exited) }()
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				<-exited
+			})
+			// The hang guard: never reached unless director hangs.
+			guard := time.After(2 * time.Minute)
+			wait := func(ch <-chan struct{}, what string) {
+				t.Helper()
+				select {
+				case <-ch:
+				case <-exited:
+					t.Fatalf("director exited before %s: %v\n%s%s", what, waitErr, stdout.String(), stderr.String())
+				case <-guard:
+					t.Fatalf("director hangs before %s", what)
+				}
+			}
+			wait(requested, "calling the store")
+			if err := cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			// The first signal cancels the call, which closes its
+			// connection; cleaning up then hangs on the store (up to a
+			// 30 s bound of its own).
+			wait(closed, "the call was cancelled")
+			if err := cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-exited:
+			case <-guard:
+				t.Fatalf("director still runs after a second %s", c.sig)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 1 {
+				t.Errorf("exit %d (%v), want 1", code, waitErr)
+			}
+			if c.json {
+				var got errorJSON
+				dec := json.NewDecoder(&stdout)
+				if err := dec.Decode(&got); err != nil {
+					t.Fatalf("stdout is not a JSON object: %v", err)
+				}
+				if dec.More() {
+					t.Errorf("more than one JSON object on stdout")
+				}
+				if got.Error.Code != errcode.Interrupted || !strings.Contains(got.Error.Message, "interrupted again") || got.Error.Hint == "" {
+					t.Errorf("error %+v: want interrupted, \"interrupted again\", a hint", got.Error)
+				}
+				if stderr.Len() != 0 {
+					t.Errorf("stderr under --json: %q", stderr.String())
+				}
+				return
+			}
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], "interrupted again") || !strings.Contains(lines[0], "[interrupted]; hint: ") {
+				t.Errorf("stderr %q: want one line saying interrupted again, with its code and a hint", stderr.String())
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout: %q", stdout.String())
+			}
+		})
+	}
+}
