@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 
 	"director/errcode"
 )
@@ -41,4 +42,18 @@ func ctxErr(err error, what string) error {
 		return errcode.Wrap(err, errcode.Timeout, "%s timed out", what)
 	}
 	return errcode.Wrap(err, errcode.Interrupted, "%s cancelled", what)
+}
+
+// diskFull turns a restore's failure to write because the file system
+// holding dir is full (ENOSPC, or EDQUOT: the user's quota) into an error
+// that says so, names dir and what to do; other errors are returned as they
+// are. A restore fails only before its swap, so the old profile is intact.
+func diskFull(err error, dir string) error {
+	if err == nil || !(errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
+		return err
+	}
+	return errcode.Hinted(err, errcode.Internal,
+		fmt.Sprintf("free space on that disk (see `df -h %s`), or restore with --home on a larger one: a restore needs room for the whole profile "+
+			"beside the old one until it swaps them; the old profile is untouched and nothing of the restore was left", dir),
+		"no space left on the disk holding %s", dir)
 }

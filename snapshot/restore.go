@@ -31,8 +31,9 @@ type RestoreOptions struct {
 // 0700 and files 0600. On any error the temporary directory is removed and
 // profileDir is left as it was; nothing is written outside the temporary
 // directory before the swap.
-func Restore(ctx context.Context, r io.Reader, profileDir string, opts RestoreOptions) (*Manifest, error) {
-	profileDir, err := filepath.Abs(profileDir)
+func Restore(ctx context.Context, r io.Reader, profileDir string, opts RestoreOptions) (_ *Manifest, err error) {
+	defer func() { err = diskFull(err, filepath.Dir(filepath.Clean(profileDir))) }()
+	profileDir, err = filepath.Abs(profileDir)
 	if err != nil {
 		return nil, internal(err, "resolving %s", profileDir)
 	}
