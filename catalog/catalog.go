@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -116,6 +117,11 @@ func isBusy(err error) bool {
 }
 
 func notACatalog(err error, path string) error {
+	if diskFull(err) {
+		return errcode.Hinted(err, errcode.Internal,
+			fmt.Sprintf("free space on that disk (see `df -h %s`), or set --home / DIRECTOR_HOME to a directory on another one; the catalog is not damaged: do not move it away", shellquote.Quote(filepath.Dir(path))),
+			"no space left on the disk holding the catalog %s", path)
+	}
 	return errcode.Hinted(err, errcode.Internal,
 		"if the file is damaged, move it away and run: director catalog rebuild",
 		"cannot read the catalog %s", path)
@@ -311,7 +317,23 @@ func queryErr(err error, what string) error {
 	if isBusy(err) {
 		return errcode.Hinted(err, errcode.Timeout, "another director process holds the catalog; retry when it finishes", "catalog: %s", what)
 	}
+	if diskFull(err) {
+		return errcode.Hinted(err, errcode.Internal,
+			"free space on the disk that holds director's home (--home / DIRECTOR_HOME), or move the home to another disk; the catalog is not damaged: do not move it away",
+			"catalog: %s: no space left on the disk holding the catalog", what)
+	}
 	return errcode.Hinted(err, errcode.Internal, "if the catalog is damaged, move it away and run: director catalog rebuild", "catalog: %s", what)
+}
+
+// diskFull says whether SQLite failed because the file system holding the
+// catalog is full (SQLITE_FULL, or an I/O error whose errno is ENOSPC or
+// EDQUOT), which is no sign of a damaged catalog.
+func diskFull(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) && (se.Code == sqlite3.ErrFull || se.SystemErrno == syscall.ENOSPC || se.SystemErrno == syscall.EDQUOT) {
+		return true
+	}
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // idAlphabet is RFC 4648 base32 in lower case: ids are easy to read aloud and

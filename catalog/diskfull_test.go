@@ -1,0 +1,95 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"director/errcode"
+	"director/internal/testenv"
+)
+
+// fill writes to a file on dir's file system until it is full.
+func fill(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling %s: %v", dir, err)
+			}
+			return
+		}
+	}
+}
+
+// A catalog on a full disk is not a damaged one: opening it or writing to
+// it says the disk is full, and never advises moving the catalog away.
+func TestCatalogOnFullDisk(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, path string) error
+	}{
+		{"open", func(t *testing.T, path string) error {
+			db, err := Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			fill(t, filepath.Dir(path))
+			db, err = Open(ctx, path)
+			if err == nil {
+				db.Close()
+			}
+			return err
+		}},
+		{"insert", func(t *testing.T, path string) error {
+			db, err := Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			fill(t, filepath.Dir(path))
+			for i := range 1000 {
+				s := snap(fmt.Sprintf("s%d", i), "p", time.Date(2026, 11, 24, 0, 0, i, 0, time.UTC))
+				s.Note = strings.Repeat("n", 32<<10)
+				if err := db.InsertSnapshot(ctx, s); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			disk := testenv.SmallDisk(t, 1<<20)
+			path := filepath.Join(disk, "director.db")
+			err := c.run(t, path)
+			if err == nil {
+				t.Fatal("no error on a full disk")
+			}
+			wantCode := errcode.Internal
+			if errcode.Of(err) != wantCode {
+				t.Errorf("code %s, want %s: %v", errcode.Of(err), wantCode, err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "no space left on the disk holding the catalog") {
+				t.Errorf("message %q does not say the disk is full", msg)
+			}
+			hint := errcode.HintOf(err)
+			if !strings.Contains(hint, "free space") || !strings.Contains(hint, "do not move it away") || strings.Contains(hint, "move it away and run") {
+				t.Errorf("hint %q: want free space, and not to move the catalog away", hint)
+			}
+		})
+	}
+}
