@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -73,6 +74,11 @@ type CreateOptions struct {
 	// Level is a zstd level (1..22, mapped onto the encoder's four speeds);
 	// 0 means DefaultLevel.
 	Level int
+	// MaxUnpackedBytes is the unpacked (tar) size over which a restore
+	// refuses the archive (ExtractOptions.MaxUnpackedBytes); Create refuses
+	// a profile whose archive would unpack to more. 0 means
+	// DefaultMaxUnpackedBytes.
+	MaxUnpackedBytes int64
 	// Concurrency is the number of goroutines that walk the profile and of
 	// compressing workers (one chunk each at a time); 0 means GOMAXPROCS
 	// walkers and at most maxDefaultWorkers compressing workers, which
@@ -186,6 +192,18 @@ func Create(ctx context.Context, dir string, w io.Writer, opts CreateOptions) (*
 	mjson, err := json.Marshal(m.inArchive())
 	if err != nil {
 		return nil, internal(err, "encoding manifest")
+	}
+	// A restore refuses an archive that unpacks to more than its limit (a
+	// bomb guard): such a profile is refused here, before anything is
+	// written, rather than stored as a snapshot no restore accepts.
+	maxUnpacked := opts.MaxUnpackedBytes
+	if maxUnpacked <= 0 {
+		maxUnpacked = DefaultMaxUnpackedBytes
+	}
+	if need := unpackedBound(m, len(mjson)); need > maxUnpacked {
+		return nil, errcode.New(errcode.InvalidInput, "profile %s is too big to restore: its %d files hold %s, and with their tar headers that is over the %s (%d bytes) a restore unpacks",
+			dir, m.FileCount, sizeText(m.RawSize), sizeText(maxUnpacked), maxUnpacked).
+			WithHint("leave the biggest files out with an exclude pattern (--exclude GLOB); `du -ah` in the profile directory, sorted with `sort -h`, lists them")
 	}
 
 	fw, err := newFrameWriter(ctx, w, zstd.EncoderLevelFromZstd(level), frameChunk, compressWorkers(opts.Concurrency))
@@ -601,4 +619,29 @@ func writeFailed(err error) error {
 		return err
 	}
 	return internal(err, "writing archive")
+}
+
+// unpackedBound is at least the size of the tar stream Create writes for m
+// with a manifest entry of manifestLen bytes: every entry's data, padded to
+// 512 bytes, its header, and a PAX header with its path and link, plus the
+// manifest and digest entries and the two zero blocks that end the stream.
+func unpackedBound(m *Manifest, manifestLen int) int64 {
+	// A header, a PAX header, the padding of the PAX records and of the
+	// data; the records themselves hold the path and the link, and a few
+	// fields of under 40 bytes each.
+	const perEntry = 4*512 + 256
+	n := int64(manifestLen) + maxDigestBytes + 2*(perEntry+2*int64(len(ManifestPath))) + 1024
+	for i := range m.Files {
+		f := &m.Files[i]
+		n += perEntry + 2*int64(len(f.Path)+len(f.Link)) + f.Size
+	}
+	return n
+}
+
+// sizeText is n bytes in GiB or MiB, one decimal.
+func sizeText(n int64) string {
+	if n >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }

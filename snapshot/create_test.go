@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"director/errcode"
 )
@@ -340,4 +343,65 @@ func TestCreateCompressWorkersBounded(t *testing.T) {
 	if maxDefaultWorkers < 2 {
 		t.Errorf("maxDefaultWorkers = %d: a two-core machine would compress on one", maxDefaultWorkers)
 	}
+}
+
+// Create refuses, before it writes anything, a profile whose archive a
+// restore would refuse for unpacking to more than its limit, so that no
+// snapshot is stored that cannot be restored; whatever it accepts under a
+// limit, Verify and Restore accept under the same limit.
+func TestCreateRefusesTooBigToRestore(t *testing.T) {
+	t.Run("over the default limit", func(t *testing.T) {
+		src := t.TempDir()
+		writeTree(t, src, profileTree())
+		big := filepath.Join(src, "Default", "IndexedDB", "huge.ldb")
+		must(t, os.MkdirAll(filepath.Dir(big), 0o700))
+		f, err := os.Create(big)
+		must(t, err)
+		must(t, f.Truncate(DefaultMaxUnpackedBytes+1)) // sparse: only its size is read before the refusal
+		must(t, f.Close())
+		var out bytes.Buffer
+		_, err = Create(context.Background(), src, &out, CreateOptions{})
+		wantCode(t, err, errcode.InvalidInput)
+		if err == nil || !strings.Contains(err.Error(), "too big to restore") || !strings.Contains(errcode.HintOf(err), "exclude") {
+			t.Errorf("Create = %v (hint %q), want too big to restore, with a hint to exclude", err, errcode.HintOf(err))
+		}
+		if out.Len() != 0 {
+			t.Errorf("Create wrote %d bytes before refusing", out.Len())
+		}
+	})
+	t.Run("at the limit", func(t *testing.T) {
+		src := t.TempDir()
+		tree := map[string]string{"Local State": "{}"}
+		for i := range 200 {
+			tree[fmt.Sprintf("Default/%s/f%03d", strings.Repeat("long-name-", 12), i)] = strings.Repeat("v", i*37)
+		}
+		writeTree(t, src, tree)
+		_, arc := createArchive(t, src, CreateOptions{Excludes: []string{}})
+		zr, err := zstd.NewReader(bytes.NewReader(arc))
+		must(t, err)
+		unpacked, err := io.Copy(io.Discard, zr)
+		zr.Close()
+		must(t, err)
+		refused, accepted := 0, 0
+		for limit := unpacked - 4096; limit <= unpacked+1<<20; limit += 64 << 10 {
+			var out bytes.Buffer
+			_, err := Create(context.Background(), src, &out, CreateOptions{Excludes: []string{}, MaxUnpackedBytes: limit})
+			if err != nil {
+				wantCode(t, err, errcode.InvalidInput)
+				refused++
+				continue
+			}
+			accepted++
+			opts := ExtractOptions{MaxUnpackedBytes: limit}
+			if _, err := Verify(context.Background(), bytes.NewReader(out.Bytes()), opts); err != nil {
+				t.Errorf("limit %d (the archive unpacks to %d): Create accepted, Verify refused: %v", limit, unpacked, err)
+			}
+			if _, err := Restore(context.Background(), bytes.NewReader(out.Bytes()), filepath.Join(t.TempDir(), "p"), RestoreOptions{ExtractOptions: opts}); err != nil {
+				t.Errorf("limit %d: Create accepted, Restore refused: %v", limit, err)
+			}
+		}
+		if refused == 0 || accepted == 0 {
+			t.Errorf("%d limits refused, %d accepted: the test misses one side", refused, accepted)
+		}
+	})
 }
