@@ -109,6 +109,9 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 	man, pErr := <-made, <-prodErr
 	if pErr != nil || putErr != nil {
 		m.removeObjects(archiveKey)
+		if errors.Is(putErr, storage.ErrTooLarge) {
+			return nil, m.tooLarge(name) // putErr says no more than this
+		}
 		// Whichever side failed first is the cause: a store that fails
 		// closes the pipe under the archiver, and an archiver that fails
 		// (a file changed, the context ended) fails the upload's body.
@@ -150,6 +153,31 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 		ArchiveSize: hr.n, ArchiveSHA256: man.ArchiveSHA256, RawSize: man.RawSize, FileCount: man.FileCount,
 		Encrypted: man.Encrypted, ChromeVersion: man.ChromeVersion, Duration: time.Since(start), Warnings: warnings,
 	}, nil
+}
+
+// tooLarge explains a snapshot whose archive grew past MaxSize: how big
+// the profile is, and a --max-size that holds its archive even if nothing
+// in it compresses (its size on disk, plus 1% and 1 MiB for the tar
+// headers, zstd's and age's framing, rounded up to a MiB). It wraps
+// storage.ErrTooLarge.
+func (m *Manager) tooLarge(name string) error {
+	onDisk := dirSize(m.Dir(name))
+	enough := (onDisk + onDisk/100 + 2<<20) &^ (1<<20 - 1)
+	return errcode.Hinted(storage.ErrTooLarge, errcode.InvalidInput,
+		fmt.Sprintf("the profile holds %s on disk; set --max-size (or DIRECTOR_MAX_SIZE) to %d bytes or more, here and on every machine that restores it, or leave big files out with --exclude GLOB",
+			sizeText(onDisk), enough),
+		"snapshot of %q: the archive is larger than --max-size, %d bytes (%s)", name, m.maxSize(), sizeText(m.maxSize()))
+}
+
+// sizeText is n bytes in GiB, MiB or KiB, one decimal.
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 }
 
 // exclusive prepares a use-case that rewrites or reads a whole profile: it
@@ -371,8 +399,9 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 			return nil, err
 		}
 		if row.ArchiveSize > maxSize {
-			return nil, errcode.New(errcode.UnsafeArchive, "snapshot %s is %d bytes, over the %d-byte limit", row.ID, row.ArchiveSize, maxSize).
-				WithHint("raise --max-size if you trust this snapshot")
+			return nil, errcode.New(errcode.UnsafeArchive, "snapshot %s is %d bytes (%s), over the --max-size limit of %d bytes (%s)",
+				row.ID, row.ArchiveSize, sizeText(row.ArchiveSize), maxSize, sizeText(maxSize)).
+				WithHint("if you trust this snapshot, set --max-size (or DIRECTOR_MAX_SIZE) to %d bytes or more", row.ArchiveSize)
 		}
 		rc, obj, err := m.Store.Get(ctx, row.ObjectKey)
 		if err != nil {
@@ -383,8 +412,8 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 	}
 	defer src.Close()
 	if size > maxSize {
-		return nil, errcode.New(errcode.UnsafeArchive, "archive is %d bytes, over the %d-byte limit", size, maxSize).
-			WithHint("raise --max-size if you trust this archive")
+		return nil, errcode.New(errcode.UnsafeArchive, "archive is %d bytes (%s), over the --max-size limit of %d bytes (%s)", size, sizeText(size), maxSize, sizeText(maxSize)).
+			WithHint("if you trust this archive, set --max-size (or DIRECTOR_MAX_SIZE) to %d bytes or more", size)
 	}
 
 	hr := newHashingReader(src)

@@ -1,0 +1,92 @@
+package profiles
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"filippo.io/age"
+
+	"director/errcode"
+	"director/storage"
+)
+
+// The --max-size an error suggests is enough: a snapshot refused for its
+// size names a --max-size that then takes it, even when nothing in the
+// profile compresses and it is encrypted, and a restore refused for the
+// snapshot's size names one that then restores it.
+func TestMaxSizeErrorsSuggestEnough(t *testing.T) {
+	ctx := context.Background()
+	suggested := regexp.MustCompile(`set --max-size \(or DIRECTOR_MAX_SIZE\) to (\d+) bytes or more`)
+	suggestion := func(t *testing.T, err error) int64 {
+		t.Helper()
+		mt := suggested.FindStringSubmatch(errcode.HintOf(err))
+		if mt == nil {
+			t.Fatalf("hint %q suggests no --max-size", errcode.HintOf(err))
+		}
+		n, _ := strconv.ParseInt(mt[1], 10, 64)
+		return n
+	}
+	for _, c := range []struct {
+		name    string
+		encrypt bool
+	}{{"plain", false}, {"encrypted", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			m := newTestManager(t)
+			id, err := age.GenerateX25519Identity()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.encrypt {
+				m.Recipients, m.Identities = []age.Recipient{id.Recipient()}, []age.Identity{id}
+			}
+			if err := m.Create(ctx, "big"); err != nil {
+				t.Fatal(err)
+			}
+			writeProfile(t, m.Dir("big"), "x")
+			rng := rand.New(rand.NewPCG(1, 2))
+			for i := range 40 { // incompressible, in files of 1-64 KiB
+				b := make([]byte, 1<<10+rng.IntN(63<<10))
+				for j := range b {
+					b[j] = byte(rng.Uint32())
+				}
+				p := filepath.Join(m.Dir("big"), "Default", "IndexedDB", "blobs", strconv.Itoa(i))
+				if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			m.MaxSize = 64 << 10
+			_, err = m.Snapshot(ctx, "big", SnapshotOptions{})
+			if errcode.Of(err) != errcode.InvalidInput || !errors.Is(err, storage.ErrTooLarge) || !strings.Contains(err.Error(), "larger than --max-size, 65536 bytes") {
+				t.Fatalf("snapshot over --max-size = %v (code %s), want invalid_input saying it is larger than --max-size", err, errcode.Of(err))
+			}
+			m.MaxSize = suggestion(t, err)
+			res, err := m.Snapshot(ctx, "big", SnapshotOptions{})
+			if err != nil {
+				t.Fatalf("snapshot with the suggested --max-size %d: %v", m.MaxSize, err)
+			}
+
+			m.MaxSize = 64 << 10
+			_, err = m.Restore(ctx, "big", "latest", RestoreOptions{})
+			if errcode.Of(err) != errcode.UnsafeArchive {
+				t.Fatalf("restore over --max-size = %v, want unsafe_archive", err)
+			}
+			if m.MaxSize = suggestion(t, err); m.MaxSize != res.ArchiveSize {
+				t.Errorf("restore suggests --max-size %d, the archive is %d bytes", m.MaxSize, res.ArchiveSize)
+			}
+			if _, err := m.Restore(ctx, "big", "latest", RestoreOptions{}); err != nil {
+				t.Fatalf("restore with the suggested --max-size %d: %v", m.MaxSize, err)
+			}
+		})
+	}
+}
