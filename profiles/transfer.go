@@ -418,9 +418,13 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 
 	hr := newHashingReader(src)
 	var body io.Reader = hr
+	var status func(string)
 	if p := m.progress("restore "+name, size); p != nil {
 		body = p.Reader(body)
 		defer p.Finish()
+		if s, ok := p.(interface{ Status(string) }); ok {
+			status = s.Status
+		}
 	}
 	// A snapshot of the store whose archive fails to decrypt or extract is
 	// first checked against the catalog's sha256, so that a damaged archive
@@ -439,6 +443,7 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 	}
 	man, err := snapshot.Restore(ctx, body, m.Dir(name), snapshot.RestoreOptions{
 		ExtractOptions: snapshot.ExtractOptions{MaxArchiveBytes: maxSize},
+		Status:         status,
 		BeforeSwap: func(man *snapshot.Manifest) error {
 			// Drain what follows the tar stream: through the decrypter first,
 			// so that age authenticates the final chunk, then the raw bytes,

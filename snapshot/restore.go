@@ -22,6 +22,17 @@ type RestoreOptions struct {
 	// checks the outer archive's hash here (the stream has been read to its
 	// end), or the Chrome version.
 	BeforeSwap func(m *Manifest) error
+	// Status, if set, is told what Restore does once the archive has been
+	// read, since a progress bar of the download then stands at its end:
+	// "syncing to disk", and "removing the old profile" after the swap.
+	// Both take seconds for a large profile.
+	Status func(phase string)
+}
+
+func (o RestoreOptions) status(phase string) {
+	if o.Status != nil {
+		o.Status(phase)
+	}
 }
 
 // Restore extracts the archive read from r into a fresh sibling directory of
@@ -72,6 +83,7 @@ func Restore(ctx context.Context, r io.Reader, profileDir string, opts RestoreOp
 	if err != nil {
 		return nil, err
 	}
+	opts.status("syncing to disk")
 	if err := syncTree(tmp); err != nil {
 		return nil, internal(err, "syncing the restored profile to disk")
 	}
@@ -93,6 +105,7 @@ func Restore(ctx context.Context, r io.Reader, profileDir string, opts RestoreOp
 	}
 	if old != "" {
 		// A failure leaves it to the next locked call's sweep (Leftovers).
+		opts.status("removing the old profile")
 		RemoveTree(old)
 	}
 	return m, nil

@@ -107,3 +107,38 @@ func TestWriterSinkStopsAfterFailure(t *testing.T) {
 		t.Errorf("files written after the failure: %v", e)
 	}
 }
+
+// Once the archive has been read, Restore says what it still does (a
+// progress bar of the download stands at 100% meanwhile): syncing to disk,
+// then, after the swap, removing the old profile when there was one; and
+// nothing when it fails before.
+func TestRestoreReportsPhasesAfterReading(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, profileTree())
+	_, arc := createArchive(t, src, CreateOptions{})
+	for _, c := range []struct {
+		name    string
+		old     bool
+		archive []byte
+		want    []string
+	}{
+		{"new profile", false, arc, []string{"syncing to disk"}},
+		{"over an old profile", true, arc, []string{"syncing to disk", "removing the old profile"}},
+		{"truncated archive", true, arc[:len(arc)/2], nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "p")
+			if c.old {
+				writeTree(t, dst, map[string]string{"Local State": "{}"})
+			}
+			var got []string
+			_, err := Restore(context.Background(), bytes.NewReader(c.archive), dst, RestoreOptions{Status: func(p string) { got = append(got, p) }})
+			if (err != nil) != (c.want == nil) {
+				t.Fatalf("Restore: %v", err)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("phases %q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -26,6 +26,7 @@ func Enabled(stderr *os.File, quiet, json bool) bool {
 // use from several goroutines.
 type Bar struct {
 	pb    *progressbar.ProgressBar
+	w     io.Writer
 	total int64
 
 	mu   sync.Mutex
@@ -60,7 +61,7 @@ func New(w io.Writer, total int64, label string, enabled bool) *Bar {
 		progressbar.OptionSetRenderBlankState(true),
 		progressbar.OptionOnCompletion(func() { _, _ = io.WriteString(w, "\n") }),
 	)
-	return &Bar{pb: pb, total: total}
+	return &Bar{pb: pb, w: w, total: total}
 }
 
 // Add counts n more bytes.
@@ -109,6 +110,19 @@ func (b *Bar) Finish() {
 		}
 		_ = b.pb.Exit()
 	})
+}
+
+// Status ends the bar (as Finish does) and prints phase on a line of its
+// own, indented under it, for work that follows the transfer and moves no
+// bytes: "syncing to disk" after a download whose bar stands at 100%.
+func (b *Bar) Status(phase string) {
+	if b == nil {
+		return
+	}
+	b.Finish()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, _ = io.WriteString(b.w, "  "+phase+"...\n")
 }
 
 type reader struct {

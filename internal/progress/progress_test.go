@@ -157,3 +157,25 @@ func TestEnabled(t *testing.T) {
 		t.Error("TERM=dumb: Enabled = true")
 	}
 }
+
+// Status ends the bar and says, on a line of its own, what follows the
+// transfer; a nil (disabled) bar says nothing.
+func TestStatusAfterTransfer(t *testing.T) {
+	data := payload(1 << 20)
+	var screen bytes.Buffer
+	b := New(&screen, int64(len(data)), "restore work", true)
+	if _, err := io.Copy(io.Discard, b.Reader(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	b.Status("syncing to disk")
+	b.Status("removing the old profile")
+	b.Finish()
+	out := screen.String()
+	i := strings.Index(out, "100%")
+	j := strings.Index(out, "\n  syncing to disk...\n  removing the old profile...\n")
+	if i < 0 || j < i || !strings.HasSuffix(out, "removing the old profile...\n") {
+		t.Errorf("output %q: want the full bar, then one line per phase, and nothing after", out)
+	}
+	var nilBar *Bar
+	nilBar.Status("syncing to disk")
+}
