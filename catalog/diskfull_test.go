@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mattn/go-sqlite3"
+
 	"director/errcode"
 	"director/internal/testenv"
 )
@@ -91,5 +93,26 @@ func TestCatalogOnFullDisk(t *testing.T) {
 				t.Errorf("hint %q: want free space, and not to move the catalog away", hint)
 			}
 		})
+	}
+}
+
+// TestDiskFullErrors runs everywhere (TestCatalogOnFullDisk needs root to
+// mount its small disk): SQLite's "database or disk is full" and a write's
+// ENOSPC or EDQUOT count as a full disk; a corrupt database does not.
+func TestDiskFullErrors(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"SQLITE_FULL", sqlite3.Error{Code: sqlite3.ErrFull}, true},
+		{"I/O error with ENOSPC", sqlite3.Error{Code: sqlite3.ErrIoErr, SystemErrno: syscall.ENOSPC}, true},
+		{"wrapped EDQUOT", fmt.Errorf("x: %w", &os.PathError{Op: "write", Path: "f", Err: syscall.EDQUOT}), true},
+		{"corrupt", sqlite3.Error{Code: sqlite3.ErrCorrupt}, false},
+		{"other I/O error", sqlite3.Error{Code: sqlite3.ErrIoErr, SystemErrno: syscall.EIO}, false},
+	} {
+		if got := diskFull(c.err); got != c.want {
+			t.Errorf("%s: diskFull = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

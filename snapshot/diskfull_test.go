@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -79,6 +80,37 @@ func TestRestoreDiskFull(t *testing.T) {
 			}
 			if got := entries(t, parent); !slices.Equal(got, want) {
 				t.Errorf("%s holds %v after the failed restore, want %v", parent, got, want)
+			}
+		})
+	}
+}
+
+// TestDiskFullNamesTheDisk runs everywhere (TestRestoreDiskFull needs root
+// to mount its small disk): a full file system or quota, however wrapped,
+// names the disk and keeps the cause; any other error passes unchanged.
+func TestDiskFullNamesTheDisk(t *testing.T) {
+	other := errors.New("read-only file system")
+	for _, c := range []struct {
+		name string
+		err  error
+		full bool
+	}{
+		{"ENOSPC", &os.PathError{Op: "write", Path: "/p/.x.restore-1/Default/Cookies", Err: syscall.ENOSPC}, true},
+		{"EDQUOT wrapped", fmt.Errorf("writing: %w", &os.PathError{Op: "write", Path: "f", Err: syscall.EDQUOT}), true},
+		{"other", other, false},
+		{"nil", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := diskFull(c.err, "/p")
+			if !c.full {
+				if got != c.err {
+					t.Fatalf("diskFull(%v) = %v, want it unchanged", c.err, got)
+				}
+				return
+			}
+			if !strings.Contains(got.Error(), "no space left on the disk holding /p") || !errors.Is(got, c.err) ||
+				!strings.Contains(errcode.HintOf(got), "df -h /p") || !strings.Contains(errcode.HintOf(got), "old profile is untouched") {
+				t.Errorf("diskFull = %v (hint %q)", got, errcode.HintOf(got))
 			}
 		})
 	}
