@@ -336,6 +336,23 @@ func TestProfiles(t *testing.T) {
 	if !p.CreatedAt.Equal(want.CreatedAt) || !p.LastUsedAt.Equal(want.LastUsedAt) || p.Note != want.Note {
 		t.Errorf("got %+v, want %+v (creation kept, use recorded, note kept)", p, want)
 	}
+	// The unsaved mark: set (also on a profile without a row), then cleared.
+	t2 := t1.Add(time.Hour)
+	for _, c := range []struct {
+		name string
+		at   time.Time
+	}{{"work", t2}, {"fresh", t2}, {"work", time.Time{}}} {
+		if err := db.SetUnsaved(ctx, c.name, c.at); err != nil {
+			t.Fatal(err)
+		}
+		p, err := db.GetProfile(ctx, c.name)
+		if err != nil || !p.UnsavedSince.Equal(c.at) {
+			t.Errorf("SetUnsaved(%s, %v): got %+v, %v", c.name, c.at, p, err)
+		}
+	}
+	if err := db.DeleteProfile(ctx, "fresh"); err != nil {
+		t.Fatal(err)
+	}
 	if err := db.UpsertProfile(ctx, Profile{Name: "alpha"}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,9 @@ type Profile struct {
 	CreatedAt  time.Time `json:"created_at"`
 	LastUsedAt time.Time `json:"last_used_at,omitzero"`
 	Note       string    `json:"note,omitempty"`
+	// UnsavedSince is when `director profile open` last closed Chrome on
+	// the profile with no snapshot taken since (zero: nothing unsaved).
+	UnsavedSince time.Time `json:"unsaved_since,omitzero"`
 }
 
 // UpsertProfile records p. A new row takes p.CreatedAt (now when zero); an
@@ -47,21 +50,38 @@ func (db *DB) TouchProfile(ctx context.Context, name string, t time.Time) error 
 	return db.UpsertProfile(ctx, Profile{Name: name, CreatedAt: t, LastUsedAt: t})
 }
 
-const profileCols = `name, created_at, last_used_at, note`
+const profileCols = `name, created_at, last_used_at, note, unsaved_since`
 
 func scanProfile(r rowScanner) (Profile, error) {
 	var p Profile
 	var created string
-	var used sql.NullString
-	if err := r.Scan(&p.Name, &created, &used, &p.Note); err != nil {
+	var used, unsaved sql.NullString
+	if err := r.Scan(&p.Name, &created, &used, &p.Note, &unsaved); err != nil {
 		return p, err
 	}
 	var err error
 	if p.CreatedAt, err = parseTime(created); err != nil {
 		return p, err
 	}
-	p.LastUsedAt, err = parseNullTime(used)
+	if p.LastUsedAt, err = parseNullTime(used); err != nil {
+		return p, err
+	}
+	p.UnsavedSince, err = parseNullTime(unsaved)
 	return p, err
+}
+
+// SetUnsaved records that the local profile name holds changes since t that
+// no snapshot has (a login by hand in `director profile open`), creating
+// its row when missing. A zero t clears the mark, as a snapshot or a
+// restore of the profile does.
+func (db *DB) SetUnsaved(ctx context.Context, name string, t time.Time) error {
+	if err := db.UpsertProfile(ctx, Profile{Name: name}); err != nil {
+		return err
+	}
+	if _, err := db.sql.ExecContext(ctx, `UPDATE profiles SET unsaved_since = ? WHERE name = ?`, fmtNullTime(t), name); err != nil {
+		return queryErr(err, "cannot record profile "+name)
+	}
+	return nil
 }
 
 // GetProfile returns the row of name, or a profile_not_found error.

@@ -147,6 +147,7 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 		return nil, err
 	}
 	_ = m.Catalog.TouchProfile(ctx, name, created)
+	m.clearUnsaved(ctx, name) // the snapshot holds it now
 	m.log().Info("snapshot stored", "profile", name, "id", id, "bytes", hr.n, "files", man.FileCount)
 	return &SnapshotResult{
 		ID: id, Profile: name, ObjectKey: archiveKey, ManifestKey: manifestKey, Store: storage.ID(m.Store), Location: storage.Location(m.Store, archiveKey),
@@ -178,6 +179,41 @@ func sizeText(n int64) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+}
+
+// MarkUnsaved records that the local profile name now holds changes made by
+// hand that no snapshot has: `director profile open` calls it when Chrome
+// has closed, before any snapshot. A later snapshot or restore of the
+// profile clears the mark; until then a run's restore that passes
+// RestoreOptions.KeepUnsaved does not replace the profile with an older
+// snapshot.
+func (m *Manager) MarkUnsaved(ctx context.Context, name string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	return m.Catalog.SetUnsaved(ctx, name, m.now())
+}
+
+// unsavedSince is the time of the profile's MarkUnsaved, zero when nothing
+// is unsaved or the catalog cannot tell.
+func (m *Manager) unsavedSince(ctx context.Context, name string) time.Time {
+	p, err := m.Catalog.GetProfile(ctx, name)
+	if err != nil {
+		if errcode.Of(err) != errcode.ProfileNotFound {
+			m.log().Warn("cannot read the profile's catalog row", "profile", name, "err", err)
+		}
+		return time.Time{}
+	}
+	return p.UnsavedSince
+}
+
+// clearUnsaved removes the profile's MarkUnsaved after a snapshot or a
+// restore; a failure only means a later run may keep a local profile that
+// a snapshot already holds.
+func (m *Manager) clearUnsaved(ctx context.Context, name string) {
+	if err := m.Catalog.SetUnsaved(context.WithoutCancel(ctx), name, time.Time{}); err != nil {
+		m.log().Warn("cannot clear the profile's unsaved mark", "profile", name, "err", err)
+	}
 }
 
 // exclusive prepares a use-case that rewrites or reads a whole profile: it
@@ -330,6 +366,12 @@ type RestoreOptions struct {
 	Force   bool   // restore even a snapshot written by a newer Chrome
 	MaxSize int64  // archive size bound; 0 means the Manager's
 	Lock    *Lock  // a lock the caller already holds on this profile
+	// KeepUnsaved leaves the local profile as it is when it holds a login by
+	// hand that no snapshot has (`director profile open` without a snapshot
+	// after it, Manager.MarkUnsaved) and that is newer than the snapshot ref
+	// resolves to: restoring would replace the fresher login with an older
+	// one. The result then says KeptLocal. Runs pass it for restore: latest.
+	KeepUnsaved bool
 }
 
 // RestoreResult reports a restore.
@@ -342,6 +384,13 @@ type RestoreResult struct {
 	RawSize   int64         `json:"raw_size"`
 	Created   bool          `json:"created"`
 	Duration  time.Duration `json:"duration_ns"`
+	// KeptLocal says that RestoreOptions.KeepUnsaved left the local profile
+	// in place: it holds a login by hand from UnsavedSince, newer than
+	// snapshot Skipped (the one a restore would have brought). ID is then
+	// empty and nothing was restored.
+	KeptLocal    bool      `json:"kept_local,omitempty"`
+	UnsavedSince time.Time `json:"unsaved_since,omitzero"`
+	Skipped      string    `json:"skipped_snapshot_id,omitempty"`
 }
 
 // Restore replaces (or creates) a profile from a snapshot: ref is an id or
@@ -397,6 +446,15 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		row, unlisted, err = m.resolve(ctx, name, ref)
 		if err != nil {
 			return nil, err
+		}
+		if o.KeepUnsaved && statErr == nil {
+			if since := m.unsavedSince(ctx, name); !since.IsZero() && since.After(row.CreatedAt) {
+				m.log().Warn("the local profile has a login newer than the latest snapshot; keeping it, not restoring",
+					"profile", name, "unsaved_since", since, "snapshot", row.ID)
+				res.KeptLocal, res.UnsavedSince, res.Skipped = true, since, row.ID
+				res.Duration = time.Since(start)
+				return res, nil
+			}
 		}
 		if row.ArchiveSize > maxSize {
 			return nil, errcode.New(errcode.UnsafeArchive, "snapshot %s is %d bytes (%s), over the --max-size limit of %d bytes (%s)",
@@ -472,6 +530,7 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 	}
 	res.FileCount, res.RawSize = man.FileCount, man.RawSize
 	_ = m.Catalog.TouchProfile(ctx, name, m.now())
+	m.clearUnsaved(ctx, name) // what was unsaved is replaced
 	res.Duration = time.Since(start)
 	return res, nil
 }

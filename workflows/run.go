@@ -132,14 +132,17 @@ type Durations struct {
 
 // Result is the outcome of a run: the one JSON object of `director run --json`.
 type Result struct {
-	Status          string         `json:"status"`
-	Workflow        string         `json:"workflow"`
-	File            string         `json:"file"`
-	Profile         string         `json:"profile,omitempty"`
-	RunID           string         `json:"run_id,omitempty"`
-	SessionID       string         `json:"session_id,omitempty"`
-	EndReason       string         `json:"end_reason,omitempty"`
-	RestoredID      string         `json:"restored_snapshot_id,omitempty"`
+	Status     string `json:"status"`
+	Workflow   string `json:"workflow"`
+	File       string `json:"file"`
+	Profile    string `json:"profile,omitempty"`
+	RunID      string `json:"run_id,omitempty"`
+	SessionID  string `json:"session_id,omitempty"`
+	EndReason  string `json:"end_reason,omitempty"`
+	RestoredID string `json:"restored_snapshot_id,omitempty"`
+	// KeptLocal says why restore: latest left the local profile in place:
+	// it holds a login by hand newer than the latest snapshot.
+	KeptLocal       string         `json:"kept_local,omitempty"`
 	SnapshotID      string         `json:"snapshot_id,omitempty"`
 	SnapshotSkipped string         `json:"snapshot_skipped,omitempty"`
 	LoginCheck      string         `json:"login_check,omitempty"` // passed, failed, not_run, none
@@ -331,7 +334,7 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 	if !w.Incognito {
 		t0 := time.Now()
 		r.progress(w, ProgressEvent{Stage: "restore", Detail: w.Restore})
-		rid, rerr := r.restore(ctx, w, lock)
+		rid, rerr := r.restore(ctx, w, lock, res)
 		res.Durations.RestoreMS = ms(time.Since(t0))
 		r.progress(w, ProgressEvent{Stage: "restore", Done: true, Duration: time.Since(t0), Err: rerr, Detail: rid})
 		if rerr != nil {
@@ -534,8 +537,11 @@ func (r *Runner) humanRequired(w *Workflow, err error) error {
 }
 
 // restore brings the profile to the state the workflow asks for and
-// returns the restored snapshot id ("" when none).
-func (r *Runner) restore(ctx context.Context, w *Workflow, lock *profiles.Lock) (string, error) {
+// returns the restored snapshot id ("" when none). restore: latest keeps a
+// local profile that holds a login by hand newer than the latest snapshot
+// (`director profile open` without --snapshot), and says so in
+// res.KeptLocal: restoring would lose that login.
+func (r *Runner) restore(ctx context.Context, w *Workflow, lock *profiles.Lock, res *Result) (string, error) {
 	dir := r.Profiles.Dir(w.Profile)
 	_, statErr := os.Stat(dir)
 	exists := statErr == nil
@@ -545,8 +551,13 @@ func (r *Runner) restore(ctx context.Context, w *Workflow, lock *profiles.Lock) 
 		}
 		return "", nil
 	}
-	rr, err := r.Profiles.Restore(ctx, w.Profile, w.Restore, profiles.RestoreOptions{Lock: lock, Force: r.ForceRestore})
+	rr, err := r.Profiles.Restore(ctx, w.Profile, w.Restore, profiles.RestoreOptions{
+		Lock: lock, Force: r.ForceRestore, KeepUnsaved: w.Restore == RestoreLatest})
 	if err == nil {
+		if rr.KeptLocal {
+			res.KeptLocal = fmt.Sprintf("not restored: the local profile has a login by hand (director profile open, %s) newer than the latest snapshot %s",
+				rr.UnsavedSince.UTC().Format(time.RFC3339), rr.Skipped)
+		}
 		return rr.ID, nil
 	}
 	if errcode.Of(err) == errcode.SnapshotNotFound && w.Restore == RestoreLatest {

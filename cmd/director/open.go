@@ -38,7 +38,9 @@ func profileOpenCommand() *cli.Command {
 		Description: "Starts Chrome (headed) on the profile, creating the profile when missing. Log in, then close\n" +
 			"the window or press Enter here (Ctrl-C works too): Chrome is closed gracefully so that it writes its\n" +
 			"cookies, and with --snapshot the profile is snapshotted right away. Session-only cookies are kept\n" +
-			"(the profile is set to \"continue where you left off\"). Refused when the profile is in use.",
+			"(the profile is set to \"continue where you left off\"). Refused when the profile is in use.\n" +
+			"Without --snapshot, snapshot it afterwards with `director profile snapshot NAME`; until a snapshot or\n" +
+			"restore, a run with restore: latest keeps this profile rather than restore an older snapshot over it.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "url", Usage: "open `URL` in the first tab (the site's login page)"},
 			&cli.BoolFlag{Name: "snapshot", Usage: "snapshot the profile after the browser is closed"},
@@ -155,6 +157,12 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 	}
 	if err := b.Close(closeCtx); err != nil {
 		return err
+	}
+	// What the person did is now on disk and in no snapshot: until one is
+	// taken, a run's restore: latest keeps this profile rather than bring
+	// back an older login over it.
+	if err := m.MarkUnsaved(closeCtx, name); err != nil {
+		g.Log.Warn("cannot record that the profile has an unsaved login; snapshot it before the next run", "profile", name, "err", err)
 	}
 	res.Open = time.Since(started)
 	res.Killed = b.Killed()

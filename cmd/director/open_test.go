@@ -189,3 +189,114 @@ func TestProfileOpenHeadedNeedsDisplay(t *testing.T) {
 		t.Fatalf("exit %d, %s", code, stdout.String())
 	}
 }
+
+// withStdin makes os.Stdin read s, then end.
+func withStdin(t *testing.T, s string) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	old := os.Stdin
+	os.Stdin = r
+	t.Cleanup(func() { os.Stdin = old; r.Close() })
+}
+
+// TestRunKeepsLoginFromProfileOpen: a person logs in with `profile open`
+// and forgets --snapshot. The next refresh (restore: latest) must not
+// restore the older snapshot over that login (it did, and the login was
+// lost); it runs on the local profile and snapshots it. A snapshot taken
+// after the open, here or by another machine sharing the store, is restored
+// as usual.
+func TestRunKeepsLoginFromProfileOpen(t *testing.T) {
+	needChrome(t)
+	site := testsite.New(t)
+	tests := []struct {
+		name string
+		// after runs between the open and the refresh, given home A, home B
+		// (another machine sharing the store) and the command runner.
+		after      func(t *testing.T, d func(home string, args ...string) (int, string, string), a, b string)
+		wantKept   bool
+		wantCookie bool
+	}{
+		{name: "open without snapshot", wantKept: true, wantCookie: true},
+		{name: "snapshot after the open", wantCookie: true,
+			after: func(t *testing.T, d func(string, ...string) (int, string, string), a, _ string) {
+				if code, _, errOut := d(a, "profile", "snapshot", "work"); code != 0 {
+					t.Fatalf("snapshot: %d %s", code, errOut)
+				}
+			}},
+		{name: "another machine snapshots after the open",
+			after: func(t *testing.T, d func(string, ...string) (int, string, string), _, b string) {
+				if code, _, errOut := d(b, "profile", "create", "work"); code != 0 {
+					t.Fatalf("create on B: %d %s", code, errOut)
+				}
+				if code, _, errOut := d(b, "profile", "snapshot", "work"); code != 0 {
+					t.Fatalf("snapshot on B: %d %s", code, errOut)
+				}
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cliEnv(t)
+			store := "file://" + filepath.Join(t.TempDir(), "store")
+			homeA, homeB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+			d := func(home string, args ...string) (int, string, string) {
+				return runDirector(t, append([]string{"--home", home, "--store", store}, args...)...)
+			}
+			// A first snapshot without the login.
+			if code, _, errOut := d(homeA, "profile", "create", "work"); code != 0 {
+				t.Fatalf("create: %d %s", code, errOut)
+			}
+			if code, _, errOut := d(homeA, "profile", "snapshot", "work"); code != 0 {
+				t.Fatalf("snapshot: %d %s", code, errOut)
+			}
+			// The login by hand: the page sets a cookie; Enter closes Chrome.
+			withStdin(t, "\n")
+			if code, out, errOut := d(homeA, "profile", "open", "work", "--headless", "--url", site.At("/setcookie?name=fresh&value=yes&max_age=3600")); code != 0 {
+				t.Fatalf("open: %d %s %s", code, out, errOut)
+			}
+			if tc.after != nil {
+				tc.after(t, d, homeA, homeB)
+			}
+			wf := writeWF(t, t.TempDir(), "refresh.yaml", `name: refresh
+profile: work
+restore: latest
+snapshot: on_success
+browser: {headless: true}
+steps:
+  - navigate: `+site.At("/cookies")+`
+  - extract: {selector: "#cookies", as: cookies}
+`)
+			code, out, errOut := d(homeA, "run", wf, "--json")
+			m := firstJSON(t, out)
+			if code != 0 {
+				t.Fatalf("run: exit %d %s %s", code, out, errOut)
+			}
+			cookies, _ := m["outputs"].(map[string]any)["cookies"].(string)
+			kept, _ := m["kept_local"].(string)
+			restored, _ := m["restored_snapshot_id"].(string)
+			if got := strings.Contains(cookies, `"fresh":"yes"`); got != tc.wantCookie {
+				t.Errorf("cookie from the open kept: %v, want %v (cookies %s)", got, tc.wantCookie, cookies)
+			}
+			if (kept != "") != tc.wantKept || (restored == "") != tc.wantKept {
+				t.Errorf("kept_local %q, restored %q; want kept %v", kept, restored, tc.wantKept)
+			}
+			if !tc.wantKept {
+				return
+			}
+			// The run's snapshot holds the login, and the next run restores it.
+			snap, _ := m["snapshot_id"].(string)
+			code, out, errOut = d(homeA, "run", wf, "--json")
+			m = firstJSON(t, out)
+			cookies, _ = m["outputs"].(map[string]any)["cookies"].(string)
+			if code != 0 || snap == "" || m["restored_snapshot_id"] != snap || m["kept_local"] != nil || !strings.Contains(cookies, `"fresh":"yes"`) {
+				t.Fatalf("second run: exit %d, snapshot %q, %s %s", code, snap, out, errOut)
+			}
+		})
+	}
+}

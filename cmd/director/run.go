@@ -354,6 +354,9 @@ func printResult(w io.Writer, out runOutput) {
 	if res.RestoredID != "" {
 		fmt.Fprintf(w, "  restored %s\n", res.RestoredID)
 	}
+	if res.KeptLocal != "" {
+		fmt.Fprintf(w, "  %s\n", res.KeptLocal)
+	}
 	if res.LoginCheck != "none" {
 		fmt.Fprintf(w, "  login check: %s\n", res.LoginCheck)
 	}
