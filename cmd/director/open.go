@@ -137,21 +137,7 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 		say("Chrome is open on profile %s. Log in, then close the window or press Enter here.\n", name)
 	}
 
-	enter := make(chan struct{})
-	go func() {
-		// A line or the end of input both mean "done". The goroutine may
-		// outlive the command when nobody types; it only reads stdin.
-		_, _ = bufio.NewReader(stdinOf(c)).ReadString('\n')
-		close(enter)
-	}()
-	select {
-	case <-b.Done():
-		res.ClosedBy = closedByWindow
-	case <-enter:
-		res.ClosedBy = closedByEnter
-	case <-ctx.Done():
-		res.ClosedBy = closedByInterrupt
-	}
+	res.ClosedBy = waitClosed(ctx, b.Done(), stdinOf(c), headless)
 	if res.ClosedBy != closedByWindow {
 		say("closing Chrome (waiting for it to save the profile)...\n")
 	}
@@ -203,6 +189,40 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 		}
 	})
 	return nil
+}
+
+// waitClosed waits until the person is done with the browser and says how
+// they said so: the browser exited (browserDone: the window was closed), a
+// line on in (Enter), or ctx ended (Ctrl-C). The end of in also means done
+// when headless (scripts close it that way), but not with a window: a
+// command started without a terminal (stdin /dev/null: a desktop launcher,
+// nohup, `&` in a script) would otherwise close Chrome before anyone could
+// log in, and snapshot the profile without the login.
+func waitClosed(ctx context.Context, browserDone <-chan struct{}, in io.Reader, headless bool) string {
+	enter := make(chan struct{})
+	go func() {
+		// The goroutine may outlive the command when nobody types; it only
+		// reads stdin.
+		_, err := bufio.NewReader(in).ReadString('\n')
+		if inputSaysDone(err, headless) {
+			close(enter)
+		}
+	}()
+	select {
+	case <-browserDone:
+		return closedByWindow
+	case <-enter:
+		return closedByEnter
+	case <-ctx.Done():
+		return closedByInterrupt
+	}
+}
+
+// inputSaysDone tells whether reading a line from the input, which ended
+// with err, means that the person is done: a whole line does, and so does
+// the end of the input when headless, never with a window.
+func inputSaysDone(err error, headless bool) bool {
+	return err == nil || headless
 }
 
 // needDisplay fails with browser_launch_failed when a headed Chrome has no

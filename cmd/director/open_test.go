@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -296,6 +297,72 @@ steps:
 			cookies, _ = m["outputs"].(map[string]any)["cookies"].(string)
 			if code != 0 || snap == "" || m["restored_snapshot_id"] != snap || m["kept_local"] != nil || !strings.Contains(cookies, `"fresh":"yes"`) {
 				t.Fatalf("second run: exit %d, snapshot %q, %s %s", code, snap, out, errOut)
+			}
+		})
+	}
+}
+
+// eofReader is an input that has ended; it closes read when first read.
+type eofReader struct {
+	once sync.Once
+	read chan struct{}
+}
+
+func (r *eofReader) Read([]byte) (int, error) {
+	r.once.Do(func() { close(r.read) })
+	return 0, io.EOF
+}
+
+// TestWaitClosed: how `profile open` learns that the person is done. With a
+// window, input that has ended (a command started without a terminal) is
+// not "done": it closed Chrome at once and snapshotted the profile before
+// anyone could log in. No browser is needed: the browser's end is a
+// channel.
+func TestWaitClosed(t *testing.T) {
+	tests := []struct {
+		name     string
+		input    string // "" is input that has ended
+		headless bool
+		interrupt,
+		closeWindowAfterRead bool
+		want string
+	}{
+		{name: "headed, Enter", input: "\n", want: closedByEnter},
+		{name: "headless, Enter", input: "\n", headless: true, want: closedByEnter},
+		{name: "headless, input ended", headless: true, want: closedByEnter},
+		{name: "headed, input ended, window closed later", closeWindowAfterRead: true, want: closedByWindow},
+		{name: "headed, input ended, Ctrl-C later", interrupt: true, want: closedByInterrupt},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			browserDone := make(chan struct{})
+			var in io.Reader = strings.NewReader(tc.input)
+			ended := &eofReader{read: make(chan struct{})}
+			if tc.input == "" {
+				in = ended
+			}
+			if tc.closeWindowAfterRead || tc.interrupt {
+				go func() {
+					<-ended.read
+					if tc.interrupt {
+						cancel()
+					} else {
+						close(browserDone)
+					}
+				}()
+			}
+			if got := waitClosed(ctx, browserDone, in, tc.headless); got != tc.want {
+				t.Errorf("closed by %q, want %q", got, tc.want)
+			}
+			// The decision alone, which the race above may hide.
+			var readErr error
+			if tc.input == "" {
+				readErr = io.EOF
+			}
+			if got, want := inputSaysDone(readErr, tc.headless), tc.want == closedByEnter; got != want {
+				t.Errorf("inputSaysDone(%v, headless %v) = %v, want %v", readErr, tc.headless, got, want)
 			}
 		})
 	}
