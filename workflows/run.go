@@ -68,6 +68,11 @@ type Runner struct {
 	// RemoteBrowser says the run attaches to a browser that keeps its own
 	// profile (director run --cdp-url), so a lost login is fixed there.
 	RemoteBrowser bool
+	// Command is how a hint names director so that the command it gives
+	// works when pasted: "director" (when empty) followed by the global
+	// flags that chose this run's home and store, such as
+	// "director --home /srv/director".
+	Command string
 	// ForceRestore restores a snapshot written by a newer Chrome than the
 	// one that will open it (director run --force).
 	ForceRestore bool
@@ -526,7 +531,11 @@ func (r *Runner) humanRequired(w *Workflow, err error) error {
 			"log in again by hand in the remote browser given by --cdp-url: it keeps its own profile, which director neither restores nor snapshots",
 			"the remote browser needs a human (workflow %s)", w.Name)
 	}
-	cmd := "director profile open " + w.Profile
+	director := r.Command
+	if director == "" {
+		director = "director"
+	}
+	cmd := director + " profile open " + w.Profile
 	if w.LoginCheck != nil {
 		cmd += " --url " + shellquote.Quote(w.LoginCheck.URL)
 	}

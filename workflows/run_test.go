@@ -570,6 +570,7 @@ func TestHumanRequiredHint(t *testing.T) {
 		{"local profile", Runner{}, local, "director profile open web --url https://example.com/account --snapshot", "--cdp-url"},
 		{"a URL the shell would cut", Runner{}, &Workflow{Name: "refresh", Profile: "web", LoginCheck: &LoginCheck{URL: "https://example.com/account?a=1&next=/x y"}},
 			"director profile open web --url 'https://example.com/account?a=1&next=/x y' --snapshot", "--cdp-url"},
+		{"another home", Runner{Command: "director --home /srv/d"}, local, "director --home /srv/d profile open web --url https://example.com/account --snapshot", "--cdp-url"},
 		{"remote browser", Runner{RemoteBrowser: true}, local, "remote browser given by --cdp-url", "profile open"},
 		{"incognito", Runner{}, &Workflow{Name: "x", Incognito: true}, "cannot keep a login", "profile open"},
 	}

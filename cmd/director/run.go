@@ -15,7 +15,9 @@ import (
 	"director/catalog"
 	"director/errcode"
 	"director/internal/progress"
+	"director/internal/shellquote"
 	"director/launcher"
+	"director/storage"
 	"director/workflows"
 )
 
@@ -185,6 +187,7 @@ func runWorkflow(c *cli.Context) error {
 		}
 		defer m.Catalog.Close()
 		r.Profiles, r.Catalog = m, m.Catalog
+		r.Command = hintCommand(g, m.Store)
 	}
 	if f, ok := fileOf(g.Stderr); ok && progress.Enabled(f, g.Quiet, g.JSON) {
 		r.Progress = progressPrinter(g.Stderr, len(w.Steps))
@@ -390,4 +393,20 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// hintCommand is how a hint names director so that its command works when
+// pasted into another shell: with --home when the home is not the default
+// one and --store when a store was given (by flag or by DIRECTOR_STORE: a
+// crontab line that sets them is not the person's shell), the store without
+// credentials (they come from the environment or the flags).
+func hintCommand(g *globals, store storage.Store) string {
+	cmd := "director"
+	if g.Home != defaultHome() {
+		cmd += " --home " + shellquote.Quote(g.Home)
+	}
+	if g.Store != "" && store != nil {
+		cmd += " --store " + shellquote.Quote(store.String())
+	}
+	return cmd
 }
