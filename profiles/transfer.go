@@ -181,9 +181,10 @@ func sizeText(n int64) string {
 	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 }
 
-// MarkUnsaved records that the local profile name now holds changes made by
-// hand that no snapshot has: `director profile open` calls it when Chrome
-// has closed, before any snapshot. A later snapshot or restore of the
+// MarkUnsaved records that the local profile name now holds a login that no
+// snapshot has: `director profile open` calls it when Chrome has closed,
+// before any snapshot, and a run whose login check passed but whose
+// snapshot failed calls it too. A later snapshot or restore of the
 // profile clears the mark; until then a run's restore that passes
 // RestoreOptions.KeepUnsaved does not replace the profile with an older
 // snapshot.
@@ -366,10 +367,10 @@ type RestoreOptions struct {
 	Force   bool   // restore even a snapshot written by a newer Chrome
 	MaxSize int64  // archive size bound; 0 means the Manager's
 	Lock    *Lock  // a lock the caller already holds on this profile
-	// KeepUnsaved leaves the local profile as it is when it holds a login by
-	// hand that no snapshot has (`director profile open` without a snapshot
-	// after it, Manager.MarkUnsaved) and that is newer than the snapshot ref
-	// resolves to: restoring would replace the fresher login with an older
+	// KeepUnsaved leaves the local profile as it is when it holds a login
+	// that no snapshot has (Manager.MarkUnsaved: `director profile open`
+	// without a snapshot after it, or a run whose snapshot failed) and that
+	// is newer than the snapshot ref resolves to: restoring would replace the fresher login with an older
 	// one. The result then says KeptLocal. Runs pass it for restore: latest.
 	KeepUnsaved bool
 }
@@ -385,7 +386,7 @@ type RestoreResult struct {
 	Created   bool          `json:"created"`
 	Duration  time.Duration `json:"duration_ns"`
 	// KeptLocal says that RestoreOptions.KeepUnsaved left the local profile
-	// in place: it holds a login by hand from UnsavedSince, newer than
+	// in place: it holds a login no snapshot has from UnsavedSince, newer than
 	// snapshot Skipped (the one a restore would have brought). ID is then
 	// empty and nothing was restored.
 	KeptLocal    bool      `json:"kept_local,omitempty"`

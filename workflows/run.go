@@ -146,7 +146,7 @@ type Result struct {
 	EndReason  string `json:"end_reason,omitempty"`
 	RestoredID string `json:"restored_snapshot_id,omitempty"`
 	// KeptLocal says why restore: latest left the local profile in place:
-	// it holds a login by hand newer than the latest snapshot.
+	// it holds a login no snapshot has, newer than the latest snapshot.
 	KeptLocal       string         `json:"kept_local,omitempty"`
 	SnapshotID      string         `json:"snapshot_id,omitempty"`
 	SnapshotSkipped string         `json:"snapshot_skipped,omitempty"`
@@ -469,6 +469,14 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 		res.Durations.SnapshotMS = ms(time.Since(t0))
 		r.progress(w, ProgressEvent{Stage: "snapshot", Done: true, Duration: time.Since(t0), Err: serr})
 		if serr != nil {
+			if res.LoginCheck == "passed" {
+				// The profile holds a login the check just proved, newer than
+				// any snapshot (a site may have rotated its tokens): the next
+				// restore: latest must not bring the older snapshot back over it.
+				if merr := r.Profiles.MarkUnsaved(context.WithoutCancel(ctx), w.Profile); merr != nil {
+					r.log().Warn("cannot record that the profile has an unsaved login", "profile", w.Profile, "err", merr)
+				}
+			}
 			if err == nil {
 				err = errcode.Hinted(serr, errcode.Of(serr), errcode.HintOf(serr), "the workflow succeeded but its snapshot failed")
 			}
@@ -547,9 +555,10 @@ func (r *Runner) humanRequired(w *Workflow, err error) error {
 
 // restore brings the profile to the state the workflow asks for and
 // returns the restored snapshot id ("" when none). restore: latest keeps a
-// local profile that holds a login by hand newer than the latest snapshot
-// (`director profile open` without --snapshot), and says so in
-// res.KeptLocal: restoring would lose that login.
+// local profile that holds a login no snapshot has, newer than the latest
+// snapshot (`director profile open` without --snapshot, or a run whose login
+// check passed and whose snapshot failed), and says so in res.KeptLocal:
+// restoring would lose that login.
 func (r *Runner) restore(ctx context.Context, w *Workflow, lock *profiles.Lock, res *Result) (string, error) {
 	dir := r.Profiles.Dir(w.Profile)
 	_, statErr := os.Stat(dir)
@@ -564,7 +573,7 @@ func (r *Runner) restore(ctx context.Context, w *Workflow, lock *profiles.Lock, 
 		Lock: lock, Force: r.ForceRestore, KeepUnsaved: w.Restore == RestoreLatest})
 	if err == nil {
 		if rr.KeptLocal {
-			res.KeptLocal = fmt.Sprintf("not restored: the local profile has a login by hand (director profile open, %s) newer than the latest snapshot %s",
+			res.KeptLocal = fmt.Sprintf("not restored: the local profile has a login no snapshot has (from director profile open, or a run whose snapshot failed, at %s), newer than the latest snapshot %s",
 				rr.UnsavedSince.UTC().Format(time.RFC3339), rr.Skipped)
 		}
 		return rr.ID, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -963,6 +964,69 @@ func TestUnencryptedRemoteSnapshotRefusedUpFront(t *testing.T) {
 			}
 			if _, err := os.Stat(e.m.Dir("remote")); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the refused run created the profile (%v)", err)
+			}
+		})
+	}
+}
+
+// refusingStore is a store whose uploads fail, as a store that is down for
+// writes; reads still work.
+type refusingStore struct{ storage.Store }
+
+func (refusingStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	return errcode.New(errcode.StorageUnavailable, "test store refuses uploads")
+}
+
+// TestRunKeepsLoginWhoseSnapshotFailed: a refresh proves the login (and the
+// site sets a new cookie, as sites that rotate their tokens do), but its
+// snapshot fails. The next refresh must not restore the older snapshot over
+// that profile (it did, and the newest login was lost): it keeps the local
+// profile, says so, and snapshots it. A run whose login check failed sets
+// no such mark, so the next one restores as usual.
+func TestRunKeepsLoginWhoseSnapshotFailed(t *testing.T) {
+	tests := []struct {
+		name       string
+		secondStep string // the step of the run whose snapshot fails
+		wantKept   bool
+	}{
+		{name: "login check passed", secondStep: "navigate: SITE/setcookie?name=rotated&value=v2&max_age=3600", wantKept: true},
+		{name: "logged out", secondStep: "navigate: SITE/logout", wantKept: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			res, err := e.run(t, e.wf(t, loginWF))
+			mustOK(t, res, err)
+			first := res.SnapshotID
+
+			good := e.m.Store
+			e.m.Store = refusingStore{good}
+			e.m.InsecureNoEncryption = true // the wrapper is not the local file store
+			res, err = e.run(t, e.wf(t, `name: refresh
+profile: web
+`+loginCheckYAML+`steps:
+  - `+tc.secondStep+`
+`))
+			if errcode.Of(err) == errcode.InvalidInput || err == nil || res.SnapshotID != "" {
+				t.Fatalf("the run with a refusing store: %v, %+v", err, res)
+			}
+			e.m.Store = good
+
+			res, err = e.run(t, e.wf(t, `name: refresh
+profile: web
+snapshot: never
+steps:
+  - navigate: SITE/cookies
+  - extract: {selector: "#cookies", as: cookies}
+`))
+			mustOK(t, res, err)
+			cookies, _ := res.Outputs["cookies"].(string)
+			if tc.wantKept {
+				if res.KeptLocal == "" || res.RestoredID != "" || !strings.Contains(cookies, `"rotated":"v2"`) {
+					t.Fatalf("kept %q, restored %q, cookies %s: want the local profile with the rotated cookie", res.KeptLocal, res.RestoredID, cookies)
+				}
+			} else if res.KeptLocal != "" || res.RestoredID != first {
+				t.Fatalf("kept %q, restored %q: want snapshot %s restored", res.KeptLocal, res.RestoredID, first)
 			}
 		})
 	}
