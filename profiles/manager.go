@@ -244,7 +244,7 @@ func (m *Manager) Lock(ctx context.Context, name string, wait time.Duration) (*L
 		}
 		if !ok {
 			return nil, errcode.New(errcode.ProfileInUse, "profile %q is in use by another director command", name).
-				WithHint("wait for the other snapshot, restore or run on %s to finish, then retry", name)
+				WithHint("wait for the other snapshot, restore, run or `director profile open` on %s to finish, then retry", name)
 		}
 		lockTaken(path)
 		same, err := lockedFileIsPath(fl, path)

@@ -293,7 +293,7 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 		if err != nil {
 			if errcode.Of(err) == errcode.ProfileInUse {
 				err = errcode.Hinted(err, errcode.ProfileInUse,
-					fmt.Sprintf("another run, snapshot or restore of %s is under way; retry when it ends (cron: schedule refreshes further apart)", w.Profile),
+					fmt.Sprintf("another run, snapshot or restore of %s is under way, or someone is logging in with `director profile open %s`; retry when it ends (cron: schedule refreshes further apart)", w.Profile, w.Profile),
 					"cannot run %s", w.Name)
 			}
 			return err

@@ -367,3 +367,48 @@ func TestWaitClosed(t *testing.T) {
 		})
 	}
 }
+
+// TestRunWhileProfileOpen: a cron refresh that meets a person logging in
+// with `profile open` fails with profile_in_use, and its hint names that
+// possibility (it spoke only of other runs, snapshots and restores, and
+// advised spacing the cron jobs).
+func TestRunWhileProfileOpen(t *testing.T) {
+	needChrome(t)
+	home := cliEnv(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	oldStdin := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = oldStdin }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	stderr := &signalWriter{want: "Press Enter", ready: make(chan struct{})}
+	var stdout bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"director", "--home", home, "profile", "open", "work", "--headless"}, &stdout, stderr)
+	}()
+	select {
+	case <-stderr.ready:
+	case code := <-done:
+		t.Fatalf("open exited %d early: %s", code, stderr.String())
+	case <-ctx.Done():
+		t.Fatalf("no prompt: %s", stderr.String())
+	}
+	wf := writeWF(t, t.TempDir(), "refresh.yaml", "name: refresh\nprofile: work\nsteps:\n  - navigate: http://127.0.0.1:9/\n")
+	code, out, errOut := runDirector(t, "--home", home, "--json", "run", wf)
+	m := firstJSON(t, out)
+	e, _ := m["error"].(map[string]any)
+	hint, _ := e["hint"].(string)
+	if code != errcode.ExitFailure || e["code"] != string(errcode.ProfileInUse) || !strings.Contains(hint, "director profile open work") {
+		t.Errorf("run while open: exit %d, %s %s", code, out, errOut)
+	}
+	_, _ = w.Write([]byte("\n"))
+	if code := <-done; code != 0 {
+		t.Fatalf("open: exit %d %s", code, stderr.String())
+	}
+}
