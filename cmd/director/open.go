@@ -74,6 +74,13 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 	if err := profiles.ValidateName(name); err != nil {
 		return err
 	}
+	if c.Bool("snapshot") {
+		// Refuse a snapshot the store would refuse (a remote store without
+		// encryption) now, not after the person has logged in by hand.
+		if err := m.SnapshotAllowed(); err != nil {
+			return fmt.Errorf("profile open %s --snapshot: %w", name, err)
+		}
+	}
 	headless := c.Bool("headless")
 	if !headless {
 		if err := needDisplay("log in elsewhere and restore the snapshot here; --headless opens it without a window"); err != nil {

@@ -412,3 +412,23 @@ func TestRunWhileProfileOpen(t *testing.T) {
 		t.Fatalf("open: exit %d %s", code, stderr.String())
 	}
 }
+
+// TestProfileOpenRefusesUnencryptedSnapshotFirst: `profile open --snapshot`
+// into a remote store without encryption is refused before Chrome starts
+// (invalid_input, exit 2); it was refused only after the person had logged
+// in and closed the window. No store server is needed: nothing is sent.
+func TestProfileOpenRefusesUnencryptedSnapshotFirst(t *testing.T) {
+	home := cliEnv(t)
+	withStdin(t, "\n")
+	code, out, errOut := runDirector(t, "--home", home, "--json",
+		"--store", "s3://bucket?endpoint=127.0.0.1:9&insecure=true", "--aws-access-key-id", "k", "--aws-secret-access-key", "s",
+		"profile", "open", "work", "--headless", "--snapshot")
+	var res errorJSON
+	_ = json.Unmarshal([]byte(out), &res)
+	if code != errcode.ExitUsage || res.Error.Code != errcode.InvalidInput || !strings.Contains(res.Error.Hint, "DIRECTOR_AGE_RECIPIENTS") {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(home, "browser-profiles", "work")); err == nil || strings.Contains(errOut, "Chrome") {
+		t.Errorf("Chrome was started before the refusal (profile created: %v; stderr %q)", err == nil, errOut)
+	}
+}
