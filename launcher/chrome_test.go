@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -581,5 +584,47 @@ func TestLaunchLogsCommandLine(t *testing.T) {
 				t.Errorf("the logged command line, run by hand, does not say why Chrome exits (no display):\n%s\n%s", cmdline, out)
 			}
 		})
+	}
+}
+
+// TestChromeHasItsOwnProcessGroup: the signals a terminal sends to its
+// foreground process group (SIGINT on Ctrl-C, SIGHUP when it closes) must
+// reach director alone, which closes Chrome through CDP. When Chrome shared
+// director's group, closing the terminal of `profile open` killed Chrome's
+// helper processes (the network service among them) before the cookies of
+// the last half minute were written.
+func TestChromeHasItsOwnProcessGroup(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux-only: elsewhere Chrome keeps the caller's process group")
+	}
+	site := testsite.New(t)
+	b := launch(t, site, Options{UserDataDir: t.TempDir()})
+	ours, err := syscall.Getpgid(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := syscall.Getpgid(b.PID()); err != nil || got == ours {
+		t.Fatalf("Chrome's process group %d (%v), director's %d: want its own", got, err, ours)
+	}
+	// Its helpers share Chrome's group, not ours.
+	want := []byte("--user-data-dir=" + b.UserDataDir())
+	entries, _ := os.ReadDir("/proc")
+	helpers := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == b.PID() {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !bytes.Contains(cmdline, want) {
+			continue
+		}
+		if pg, err := syscall.Getpgid(pid); err == nil && pg == ours {
+			t.Errorf("helper %d is in director's process group", pid)
+		}
+		helpers++
+	}
+	if helpers == 0 {
+		t.Log("no helper process names the user-data-dir")
 	}
 }

@@ -21,7 +21,9 @@
 // that kill would interrupt the orderly shutdown that writes cookies. Close
 // sends CDP Browser.close, waits for the process (Options.CloseTimeout,
 // default 10 s), and only then kills it, logging a warning; Killed reports
-// it. On Linux Chrome gets SIGTERM (an orderly shutdown) if director dies.
+// it. On Linux Chrome gets SIGTERM (an orderly shutdown) if director dies, and
+// runs in a process group of its own, so that a terminal's Ctrl-C or hangup
+// reaches director, which closes it through CDP, and not Chrome's helpers.
 //
 // # Session-only cookies (DESIGN.md Chrome fact 8, issue 3 item 7)
 //

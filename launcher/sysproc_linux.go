@@ -15,11 +15,21 @@ import (
 // started it dies (the process dies: startLocked keeps the thread). Chrome
 // handles SIGTERM with an orderly shutdown that flushes cookies, which is the
 // best a crashed director can still do for the profile.
+//
+// Chrome also gets a process group of its own, so that the signals a
+// terminal sends to its foreground group (SIGINT on Ctrl-C, SIGHUP when the
+// terminal closes) reach director alone, which closes Chrome through CDP.
+// In director's group, a closed terminal's SIGHUP also reached Chrome's
+// helper processes, which die of it: the network service, which holds the
+// cookie store, went before the browser could write the last half minute's
+// cookies, and `profile open --snapshot` snapshotted a profile without the
+// login just made.
 func setProcAttr(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
+	cmd.SysProcAttr.Setpgid = true
 }
 
 // terminate asks the process to shut down in an orderly way.

@@ -14,6 +14,15 @@ import (
 	"director/internal/memlimit"
 )
 
+// stopSignals end a command in order, as Ctrl-C does: its context is
+// cancelled, so a snapshot or restore keeps nothing half-done and `profile
+// open` closes Chrome gracefully (so that it writes its cookies) and still
+// takes its --snapshot. SIGHUP is among them because closing the terminal
+// sends it, and its default action would end director at once: Chrome then
+// died with the cookies of the last half minute unwritten and nothing was
+// snapshotted.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
 func main() {
 	memlimit.Apply()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -21,7 +30,7 @@ func main() {
 	ctx = context.WithValue(ctx, interruptsKey{}, stops)
 	out := &outputs{}
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, stopSignals...)
 	go func() {
 		for range sigs {
 			if stops.next() {

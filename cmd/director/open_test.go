@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -430,5 +432,73 @@ func TestProfileOpenRefusesUnencryptedSnapshotFirst(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(home, "browser-profiles", "work")); err == nil || strings.Contains(errOut, "Chrome") {
 		t.Errorf("Chrome was started before the refusal (profile created: %v; stderr %q)", err == nil, errOut)
+	}
+}
+
+// TestProfileOpenSurvivesClosedTerminal: closing the terminal that runs
+// `profile open --snapshot` (SIGHUP) ends it as Ctrl-C does: Chrome is
+// closed gracefully, so the cookie the page set is written, and the
+// snapshot is taken. SIGHUP used to end director at once: Chrome died with
+// the cookies of the last half minute unwritten, and nothing was
+// snapshotted. The signal goes to this test process, which listens for
+// stopSignals as main does.
+func TestProfileOpenSurvivesClosedTerminal(t *testing.T) {
+	needChrome(t)
+	site := testsite.New(t)
+	home := cliEnv(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	oldStdin := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = oldStdin }()
+
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	defer stop()
+	tctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	stderr := &signalWriter{want: "Press Enter", ready: make(chan struct{})}
+	var stdout bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"director", "--home", home, "--json", "profile", "open", "work", "--headless", "--snapshot",
+			"--url", site.At("/setcookie?name=opened&value=yes&max_age=3600")}, &stdout, stderr)
+	}()
+	select {
+	case <-stderr.ready:
+	case code := <-done:
+		t.Fatalf("exited %d early: %s", code, stderr.String())
+	case <-tctx.Done():
+		t.Fatalf("no prompt: %s", stderr.String())
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	var code int
+	select {
+	case code = <-done:
+	case <-tctx.Done():
+		t.Fatal("open did not return after SIGHUP")
+	}
+	var res openResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v: %s %s", code, err, stdout.String(), stderr.String())
+	}
+	if res.ClosedBy != closedByInterrupt || res.Killed || res.Snapshot == nil {
+		t.Fatalf("result %+v", res)
+	}
+	dir := filepath.Join(home, "browser-profiles", "work")
+	b, err := launcher.Launch(tctx, launcher.Options{UserDataDir: dir, Headless: true, KeepSessionCookies: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(tctx)
+	if err := chromedp.Do(b.Context(), chromedp.Navigate(site.At("/cookies"))); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := chromedp.Run(b.Context(), chromedp.Text("#cookies")); err != nil || !strings.Contains(got, `"opened":"yes"`) {
+		t.Errorf("cookies after the terminal closed: %q %v", got, err)
 	}
 }
