@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"director/errcode"
+	"director/internal/shellquote"
 	"director/launcher"
 	"director/profiles"
 )
@@ -72,6 +75,9 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 		return err
 	}
 	if err := profiles.ValidateName(name); err != nil {
+		return err
+	}
+	if err := checkOpenURL(c.String("url")); err != nil {
 		return err
 	}
 	if c.Bool("snapshot") {
@@ -196,6 +202,24 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 		}
 	})
 	return nil
+}
+
+// checkOpenURL refuses a --url that Chrome cannot open, such as
+// mail.example.com without its scheme, before Chrome starts: Chrome opened
+// a blank tab, and the one warning about it scrolled by.
+func checkOpenURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return nil
+	}
+	e := errcode.New(errcode.InvalidInput, "--url %q is not an absolute http:// or https:// URL", s)
+	if strings.Contains(s, "://") {
+		return e.WithHint("give the login page's http:// or https:// address")
+	}
+	return e.WithHint("give the login page's whole address, e.g. --url %s", shellquote.Quote("https://"+strings.TrimPrefix(s, "//")))
 }
 
 // waitClosed waits until the person is done with the browser and says how

@@ -502,3 +502,37 @@ func TestProfileOpenSurvivesClosedTerminal(t *testing.T) {
 		t.Errorf("cookies after the terminal closed: %q %v", got, err)
 	}
 }
+
+// TestProfileOpenChecksURL: a --url Chrome cannot open is refused before
+// Chrome starts, with the address to give instead; Chrome used to open a
+// blank tab with one warning line about it.
+func TestProfileOpenChecksURL(t *testing.T) {
+	tests := []struct {
+		url, hint string
+	}{
+		{"mail.example.com", "--url https://mail.example.com"},
+		{"mail.example.com/login?next=/inbox&x=1", "--url 'https://mail.example.com/login?next=/inbox&x=1'"},
+		{"//mail.example.com", "--url https://mail.example.com"},
+		{"localhost:8080", "--url https://localhost:8080"},
+		{"ftp://files.example.com", "http:// or https:// address"},
+		{"https://", "http:// or https:// address"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.url, func(t *testing.T) {
+			home := cliEnv(t)
+			withStdin(t, "\n")
+			code, out, errOut := runDirector(t, "--home", home, "--json", "profile", "open", "work", "--headless", "--url", tc.url)
+			var res errorJSON
+			_ = json.Unmarshal([]byte(out), &res)
+			if code != errcode.ExitUsage || res.Error.Code != errcode.InvalidInput || !strings.Contains(res.Error.Hint, tc.hint) {
+				t.Fatalf("exit %d: %s %s; want invalid_input with %q in the hint", code, out, errOut, tc.hint)
+			}
+			if _, err := os.Stat(filepath.Join(home, "browser-profiles", "work")); err == nil {
+				t.Error("Chrome was started (the profile was created)")
+			}
+		})
+	}
+	if err := checkOpenURL("https://mail.example.com/a?b=1"); err != nil {
+		t.Errorf("a whole URL refused: %v", err)
+	}
+}
