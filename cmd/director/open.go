@@ -166,8 +166,12 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 	res.Open = time.Since(started)
 	res.Killed = b.Killed()
 	if res.ClosedBy == closedByWindow && b.ExitErr() != nil {
+		again := hintCommand(g, m.Store) + " profile open " + name
+		if u := c.String("url"); u != "" {
+			again += " --url " + shellquote.Quote(u)
+		}
 		return errcode.New(errcode.BrowserLaunchFailed, "Chrome exited abnormally (%v); the profile was not snapshotted", b.ExitErr()).
-			WithHint("run `director profile open %s --snapshot` again and close the window normally", name)
+			WithHint("run `%s --snapshot` again and close the window normally", again)
 	}
 	if res.Killed {
 		say("warning: Chrome did not exit in time and was killed; recent cookies may be missing\n")
@@ -198,7 +202,7 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 			fmt.Fprintf(w, "snapshot %s\n  archive  %s\n  files    %d, %s raw\n  took     %s\n",
 				s.ID, humanBytes(s.ArchiveSize), s.FileCount, humanBytes(s.RawSize), s.Duration.Round(time.Millisecond))
 		} else {
-			fmt.Fprintf(w, "next: director profile snapshot %s\n", name)
+			fmt.Fprintf(w, "next: %s profile snapshot %s\n", hintCommand(g, m.Store), name)
 		}
 	})
 	return nil

@@ -536,3 +536,69 @@ func TestProfileOpenChecksURL(t *testing.T) {
 		t.Errorf("a whole URL refused: %v", err)
 	}
 }
+
+// TestProfileOpenNextStepNamesHome: without --snapshot, open ends with the
+// command that snapshots the profile; it names the home when it is not the
+// default, so that it works when pasted (it named none, and snapshotted
+// the default home's profile of that name, or none).
+func TestProfileOpenNextStepNamesHome(t *testing.T) {
+	needChrome(t)
+	home := cliEnv(t)
+	withStdin(t, "\n")
+	code, out, errOut := runDirector(t, "--home", home, "profile", "open", "work", "--headless")
+	want := "next: director --home " + home + " profile snapshot work\n"
+	if code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("exit %d: stdout %q, stderr %q; want %q", code, out, errOut, want)
+	}
+	// Pasted, it works.
+	args := strings.Fields(strings.TrimPrefix(want, "next: director"))
+	if code, _, errOut := runDirector(t, args...); code != 0 {
+		t.Fatalf("%s: exit %d %s", want, code, errOut)
+	}
+}
+
+// TestProfileOpenCrashHint: when Chrome dies under `profile open`, the hint
+// gives the command to run again with the home and the --url it was given.
+func TestProfileOpenCrashHint(t *testing.T) {
+	needChrome(t)
+	site := testsite.New(t)
+	home := cliEnv(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	oldStdin := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = oldStdin }()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	stderr := &signalWriter{want: "Press Enter", ready: make(chan struct{})}
+	var stdout bytes.Buffer
+	done := make(chan int, 1)
+	u := site.At("/login?next=/account&x=1")
+	go func() {
+		done <- run(ctx, []string{"director", "--home", home, "--json", "profile", "open", "work", "--headless", "--url", u}, &stdout, stderr)
+	}()
+	select {
+	case <-stderr.ready:
+	case code := <-done:
+		t.Fatalf("exited %d early: %s", code, stderr.String())
+	case <-ctx.Done():
+		t.Fatalf("no prompt: %s", stderr.String())
+	}
+	info, inUse, err := launcher.ProfileInUse(filepath.Join(home, "browser-profiles", "work"))
+	if err != nil || !inUse || info.PID == 0 {
+		t.Fatalf("Chrome's pid: %+v %v %v", info, inUse, err)
+	}
+	if err := syscall.Kill(info.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	code := <-done
+	var res errorJSON
+	_ = json.Unmarshal(stdout.Bytes(), &res)
+	want := "director --home " + home + " profile open work --url '" + u + "' --snapshot"
+	if code != errcode.ExitFailure || res.Error.Code != errcode.BrowserLaunchFailed || !strings.Contains(res.Error.Hint, want) {
+		t.Fatalf("exit %d: %s; want a hint with %q", code, stdout.String(), want)
+	}
+}
