@@ -426,7 +426,7 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 		} else {
 			res.LoginCheck = "failed"
 			if errcode.Of(lerr) == errcode.HumanRequired {
-				lerr = r.humanRequired(w, lerr)
+				lerr = r.humanRequired(w, res, lerr)
 			}
 			if err == nil {
 				err = lerr
@@ -444,7 +444,7 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 		err = errcode.Hinted(cause, errcode.Interrupted, "the run was stopped (Ctrl-C or SIGTERM); no snapshot was taken; run it again when ready", "interrupted")
 	}
 	if errcode.Of(err) == errcode.HumanRequired && res.LoginCheck != "failed" {
-		err = r.humanRequired(w, err)
+		err = r.humanRequired(w, res, err)
 	}
 
 	// Close gracefully: Chrome writes cookies and storage only then.
@@ -530,7 +530,9 @@ func hasScreenshots(w *Workflow) bool {
 }
 
 // humanRequired gives a human_required error the exact command to log in again.
-func (r *Runner) humanRequired(w *Workflow, err error) error {
+// res says whether the profile has a snapshot to keep: a first run, before
+// any login was snapshotted, must not speak of one.
+func (r *Runner) humanRequired(w *Workflow, res *Result, err error) error {
 	if w.Incognito {
 		return errcode.Hinted(err, errcode.HumanRequired, "an incognito run (profile: null) cannot keep a login; run the workflow on a profile", "%s needs a human", w.Name)
 	}
@@ -548,9 +550,13 @@ func (r *Runner) humanRequired(w *Workflow, err error) error {
 		cmd += " --url " + shellquote.Quote(w.LoginCheck.URL)
 	}
 	cmd += " --snapshot"
+	kept := "the latest good snapshot is kept"
+	if res != nil && w.Restore == RestoreLatest && res.RestoredID == "" && res.KeptLocal == "" {
+		kept = "it has no snapshot yet"
+	}
 	return errcode.Hinted(err, errcode.HumanRequired,
 		"log in again by hand, which also takes a fresh snapshot: "+cmd,
-		"profile %s needs a human (the latest good snapshot is kept)", w.Profile)
+		"profile %s needs a human (%s)", w.Profile, kept)
 }
 
 // restore brings the profile to the state the workflow asks for and

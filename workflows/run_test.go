@@ -577,7 +577,7 @@ func TestHumanRequiredHint(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := c.r.humanRequired(c.w, cause)
+			err := c.r.humanRequired(c.w, nil, cause)
 			if errcode.Of(err) != errcode.HumanRequired || errcode.ExitStatus(err) != 3 {
 				t.Fatalf("got %v, want human_required", err)
 			}
@@ -1027,6 +1027,33 @@ steps:
 				}
 			} else if res.KeptLocal != "" || res.RestoredID != first {
 				t.Fatalf("kept %q, restored %q: want snapshot %s restored", res.KeptLocal, res.RestoredID, first)
+			}
+		})
+	}
+}
+
+// TestHumanRequiredMessage: the error speaks of a kept snapshot only when
+// the profile may have one; a first refresh, before any login was
+// snapshotted, said "the latest good snapshot is kept" too.
+func TestHumanRequiredMessage(t *testing.T) {
+	cause := errcode.New(errcode.HumanRequired, "login wall")
+	cases := []struct {
+		name    string
+		restore string
+		res     Result
+		want    string
+	}{
+		{"restored", RestoreLatest, Result{RestoredID: "web-1"}, "(the latest good snapshot is kept)"},
+		{"kept the local profile", RestoreLatest, Result{KeptLocal: "not restored: …"}, "(the latest good snapshot is kept)"},
+		{"no snapshot yet", RestoreLatest, Result{}, "(it has no snapshot yet)"},
+		{"restore: none", RestoreNone, Result{}, "(the latest good snapshot is kept)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := &Workflow{Name: "refresh", Profile: "web", Restore: c.restore}
+			err := (&Runner{}).humanRequired(w, &c.res, cause)
+			if msg := err.Error(); !strings.Contains(msg, "profile web needs a human "+c.want) {
+				t.Errorf("message %q, want %q", msg, c.want)
 			}
 		})
 	}
