@@ -537,15 +537,20 @@ func TestProfileOpenChecksURL(t *testing.T) {
 	}
 }
 
-// TestProfileOpenNextStepNamesHome: without --snapshot, open ends with the
-// command that snapshots the profile; it names the home when it is not the
-// default, so that it works when pasted (it named none, and snapshotted
-// the default home's profile of that name, or none).
+// TestProfileOpenNextStepNamesHome: `profile create` ends with the command
+// that opens the profile, and open without --snapshot with the command that
+// snapshots it; they name the home when it is not the default, so that they
+// work when pasted (they named none, and acted on the default home's
+// profile of that name, or none).
 func TestProfileOpenNextStepNamesHome(t *testing.T) {
 	needChrome(t)
 	home := cliEnv(t)
+	code, out, errOut := runDirector(t, "--home", home, "profile", "create", "work")
+	if want := "next: director --home " + home + " profile open work --snapshot\n"; code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("create: exit %d: stdout %q, stderr %q; want %q", code, out, errOut, want)
+	}
 	withStdin(t, "\n")
-	code, out, errOut := runDirector(t, "--home", home, "profile", "open", "work", "--headless")
+	code, out, errOut = runDirector(t, "--home", home, "profile", "open", "work", "--headless")
 	want := "next: director --home " + home + " profile snapshot work\n"
 	if code != 0 || !strings.Contains(out, want) {
 		t.Fatalf("exit %d: stdout %q, stderr %q; want %q", code, out, errOut, want)

@@ -190,7 +190,7 @@ func profileCommands() []*cli.Command {
 					return err
 				}
 				g.emit(map[string]any{"status": "ok", "profile": name, "path": m.Dir(name)}, func(w io.Writer) {
-					fmt.Fprintf(w, "created profile %s at %s\nnext: director profile open %s --snapshot\n", name, m.Dir(name), name)
+					fmt.Fprintf(w, "created profile %s at %s\nnext: %s profile open %s --snapshot\n", name, m.Dir(name), hintCommand(g, m.Store), name)
 				})
 				return nil
 			}),
