@@ -370,8 +370,9 @@ type RestoreOptions struct {
 	// KeepUnsaved leaves the local profile as it is when it holds a login
 	// that no snapshot has (Manager.MarkUnsaved: `director profile open`
 	// without a snapshot after it, or a run whose snapshot failed) and that
-	// is newer than the snapshot ref resolves to: restoring would replace the fresher login with an older
-	// one. The result then says KeptLocal. Runs pass it for restore: latest.
+	// is newer than the snapshot ref resolves to: restoring would replace
+	// the fresher login with an older one. The result then says KeptLocal.
+	// Runs pass it for restore: latest.
 	KeepUnsaved bool
 }
 

@@ -137,17 +137,15 @@ type Durations struct {
 
 // Result is the outcome of a run: the one JSON object of `director run --json`.
 type Result struct {
-	Status     string `json:"status"`
-	Workflow   string `json:"workflow"`
-	File       string `json:"file"`
-	Profile    string `json:"profile,omitempty"`
-	RunID      string `json:"run_id,omitempty"`
-	SessionID  string `json:"session_id,omitempty"`
-	EndReason  string `json:"end_reason,omitempty"`
-	RestoredID string `json:"restored_snapshot_id,omitempty"`
-	// KeptLocal says why restore: latest left the local profile in place:
-	// it holds a login no snapshot has, newer than the latest snapshot.
-	KeptLocal       string         `json:"kept_local,omitempty"`
+	Status          string         `json:"status"`
+	Workflow        string         `json:"workflow"`
+	File            string         `json:"file"`
+	Profile         string         `json:"profile,omitempty"`
+	RunID           string         `json:"run_id,omitempty"`
+	SessionID       string         `json:"session_id,omitempty"`
+	EndReason       string         `json:"end_reason,omitempty"`
+	RestoredID      string         `json:"restored_snapshot_id,omitempty"`
+	KeptLocal       string         `json:"kept_local,omitempty"` // why restore: latest kept the local profile (a login no snapshot has)
 	SnapshotID      string         `json:"snapshot_id,omitempty"`
 	SnapshotSkipped string         `json:"snapshot_skipped,omitempty"`
 	LoginCheck      string         `json:"login_check,omitempty"` // passed, failed, not_run, none
