@@ -364,9 +364,13 @@ func rowFromManifest(man *snapshot.Manifest, manifestKey, store string) catalog.
 // RestoreOptions tune one restore.
 type RestoreOptions struct {
 	Archive string // restore from this local archive file instead of the store
-	Force   bool   // restore even a snapshot written by a newer Chrome
-	MaxSize int64  // archive size bound; 0 means the Manager's
-	Lock    *Lock  // a lock the caller already holds on this profile
+	// Force restores even a snapshot written by a newer Chrome, and one
+	// older than a login the local profile holds that no snapshot has
+	// (Manager.MarkUnsaved), which Restore otherwise refuses: that login
+	// would be lost.
+	Force   bool
+	MaxSize int64 // archive size bound; 0 means the Manager's
+	Lock    *Lock // a lock the caller already holds on this profile
 	// KeepUnsaved leaves the local profile as it is when it holds a login
 	// that no snapshot has (Manager.MarkUnsaved: `director profile open`
 	// without a snapshot after it, or a run whose snapshot failed) and that
@@ -449,8 +453,13 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		if err != nil {
 			return nil, err
 		}
-		if o.KeepUnsaved && statErr == nil {
+		if statErr == nil && (o.KeepUnsaved || !o.Force) {
 			if since := m.unsavedSince(ctx, name); !since.IsZero() && since.After(row.CreatedAt) {
+				if !o.KeepUnsaved {
+					return nil, errcode.New(errcode.InvalidInput, "profile %s holds a login that no snapshot has (from %s), newer than snapshot %s",
+						name, since.UTC().Format(time.RFC3339), row.ID).
+						WithHint("keep it with `director profile snapshot %s`, or pass --force to replace it with %s", name, row.ID)
+				}
 				m.log().Warn("the local profile has a login newer than the latest snapshot; keeping it, not restoring",
 					"profile", name, "unsaved_since", since, "snapshot", row.ID)
 				res.KeptLocal, res.UnsavedSince, res.Skipped = true, since, row.ID

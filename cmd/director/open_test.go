@@ -607,3 +607,76 @@ func TestProfileOpenCrashHint(t *testing.T) {
 		t.Fatalf("exit %d: %s; want a hint with %q", code, stdout.String(), want)
 	}
 }
+
+// TestRestoreRefusesOverUnsavedLogin: `profile restore` of a snapshot older
+// than a login made with `profile open` and never snapshotted is refused
+// (it replaced the profile, and the login was lost), unless --force; after
+// a snapshot it restores as usual.
+func TestRestoreRefusesOverUnsavedLogin(t *testing.T) {
+	needChrome(t)
+	site := testsite.New(t)
+	tests := []struct {
+		name       string
+		snapshot   bool // snapshot after the open
+		force      bool
+		wantCode   int
+		wantCookie bool
+	}{
+		{name: "refused", wantCode: errcode.ExitUsage, wantCookie: true},
+		{name: "--force", force: true, wantCode: 0, wantCookie: false},
+		{name: "snapshotted first", snapshot: true, wantCode: 0, wantCookie: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			home := cliEnv(t)
+			d := func(args ...string) (int, string, string) {
+				return runDirector(t, append([]string{"--home", home}, args...)...)
+			}
+			if code, _, errOut := d("profile", "create", "work"); code != 0 {
+				t.Fatal(errOut)
+			}
+			if code, _, errOut := d("profile", "snapshot", "work"); code != 0 {
+				t.Fatal(errOut)
+			}
+			withStdin(t, "\n")
+			if code, out, errOut := d("profile", "open", "work", "--headless", "--url", site.At("/setcookie?name=fresh&value=yes&max_age=3600")); code != 0 {
+				t.Fatalf("open: %d %s %s", code, out, errOut)
+			}
+			if tc.snapshot {
+				if code, _, errOut := d("profile", "snapshot", "work"); code != 0 {
+					t.Fatal(errOut)
+				}
+			}
+			args := []string{"--json", "profile", "restore", "work", "latest"}
+			if tc.force {
+				args = append(args, "--force")
+			}
+			code, out, errOut := d(args...)
+			if code != tc.wantCode {
+				t.Fatalf("restore: exit %d, want %d: %s %s", code, tc.wantCode, out, errOut)
+			}
+			if code != 0 {
+				var res errorJSON
+				_ = json.Unmarshal([]byte(out), &res)
+				if res.Error.Code != errcode.InvalidInput || !strings.Contains(res.Error.Hint, "director profile snapshot work") || !strings.Contains(res.Error.Hint, "--force") {
+					t.Errorf("refusal: %s", out)
+				}
+			}
+			wf := writeWF(t, t.TempDir(), "look.yaml", `name: look
+profile: work
+restore: none
+snapshot: never
+browser: {headless: true}
+steps:
+  - navigate: `+site.At("/cookies")+`
+  - extract: {selector: "#cookies", as: cookies}
+`)
+			code, out, errOut = d("run", wf, "--json")
+			m := firstJSON(t, out)
+			cookies, _ := m["outputs"].(map[string]any)["cookies"].(string)
+			if code != 0 || strings.Contains(cookies, `"fresh":"yes"`) != tc.wantCookie {
+				t.Errorf("after the restore: exit %d, cookies %q, want the login kept: %v (%s)", code, cookies, tc.wantCookie, errOut)
+			}
+		})
+	}
+}

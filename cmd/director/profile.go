@@ -312,10 +312,11 @@ func profileCommands() []*cli.Command {
 			Name: "restore", Usage: "restore a profile from a snapshot (created when missing)", ArgsUsage: "NAME [ID|latest]",
 			Description: "Streams the snapshot from the store (or --archive FILE), extracts it into a temp dir beside the\n" +
 				"profile, checks every file against the manifest, and swaps it in by rename. On any error the\n" +
-				"existing profile is untouched.",
+				"existing profile is untouched. Refused without --force when the profile holds a login that no\n" +
+				"snapshot has (`profile open` without --snapshot) and that is newer than the snapshot.",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "archive", Usage: "restore from this local archive `FILE` instead of the store"},
-				&cli.BoolFlag{Name: "force", Usage: "restore a snapshot written by a newer Chrome than the local one"},
+				&cli.BoolFlag{Name: "force", Usage: "restore a snapshot written by a newer Chrome than the local one, or one older than a login the profile holds that no snapshot has (from profile open without --snapshot)"},
 			},
 			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				if c.NArg() < 1 || c.NArg() > 2 {

@@ -78,7 +78,7 @@ func runCommands() []*cli.Command {
 			&cli.BoolFlag{Name: "headed", Usage: "show the Chrome window (needs a display), whatever the workflow's browser.headless says",
 				DefaultText: "the workflow's browser.headless, headless when it has none"},
 			&cli.IntFlag{Name: "keep", EnvVars: []string{"DIRECTOR_AUDIT_KEEP"}, Value: catalog.DefaultKeepEvents, Usage: "keep at most `N` audit events after the run (0 keeps all)"},
-			&cli.BoolFlag{Name: "force", Usage: "restore a snapshot written by a newer Chrome than the local one (Chrome may reset parts of a profile it sees as downgraded)"},
+			&cli.BoolFlag{Name: "force", Usage: "restore a snapshot written by a newer Chrome than the local one (Chrome may reset parts of a profile it sees as downgraded), or a pinned one older than a login the profile holds that no snapshot has"},
 		},
 		Action: runWorkflow,
 	}}
