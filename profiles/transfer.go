@@ -456,9 +456,7 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		if statErr == nil && (o.KeepUnsaved || !o.Force) {
 			if since := m.unsavedSince(ctx, name); !since.IsZero() && since.After(row.CreatedAt) {
 				if !o.KeepUnsaved {
-					return nil, errcode.New(errcode.InvalidInput, "profile %s holds a login that no snapshot has (from %s), newer than snapshot %s",
-						name, since.UTC().Format(time.RFC3339), row.ID).
-						WithHint("keep it with `director profile snapshot %s`, or pass --force to replace it with %s", name, row.ID)
+					return nil, unsavedLogin(name, since, row.ID)
 				}
 				m.log().Warn("the local profile has a login newer than the latest snapshot; keeping it, not restoring",
 					"profile", name, "unsaved_since", since, "snapshot", row.ID)
@@ -530,6 +528,12 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 			if expectSHA != "" && (hr.sum() != expectSHA || hr.n != row.ArchiveSize) {
 				return archiveMismatch(name, row, hr, nil)
 			}
+			if o.Archive != "" && statErr == nil && !o.Force {
+				// An archive file says when it was made only here.
+				if since := m.unsavedSince(ctx, name); !since.IsZero() && since.After(man.CreatedAt) {
+					return unsavedLogin(name, since, man.ID)
+				}
+			}
 			return m.checkChromeVersion(ctx, man, o.Force)
 		},
 	})
@@ -558,6 +562,14 @@ func (m *Manager) fetchErr(row catalog.Snapshot, err error) error {
 	return errcode.Hinted(err, errcode.SnapshotNotFound,
 		fmt.Sprintf("this machine's catalog is out of date: run `director catalog rebuild` (it drops the snapshots that left the store), then `director profile restore %s latest` or an id from `director profile snapshots %s`", row.Profile, row.Profile),
 		"snapshot %s of profile %q is in this machine's catalog but no longer in %s (pruned or deleted, perhaps by another machine sharing the store)", row.ID, row.Profile, m.Store)
+}
+
+// unsavedLogin refuses to restore snapshot id over profile name, which
+// holds a login since since that no snapshot has.
+func unsavedLogin(name string, since time.Time, id string) error {
+	return errcode.New(errcode.InvalidInput, "profile %s holds a login that no snapshot has (from %s), newer than snapshot %s",
+		name, since.UTC().Format(time.RFC3339), id).
+		WithHint("keep it with `director profile snapshot %s`, or pass --force to replace it with %s", name, id)
 }
 
 // checkChromeVersion refuses a snapshot written by a newer Chrome than the

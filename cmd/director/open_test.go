@@ -619,10 +619,13 @@ func TestRestoreRefusesOverUnsavedLogin(t *testing.T) {
 		name       string
 		snapshot   bool // snapshot after the open
 		force      bool
+		archive    bool // restore the first snapshot's archive file with --archive
 		wantCode   int
 		wantCookie bool
 	}{
 		{name: "refused", wantCode: errcode.ExitUsage, wantCookie: true},
+		{name: "--archive refused", archive: true, wantCode: errcode.ExitUsage, wantCookie: true},
+		{name: "--archive --force", archive: true, force: true, wantCode: 0, wantCookie: false},
 		{name: "--force", force: true, wantCode: 0, wantCookie: false},
 		{name: "snapshotted first", snapshot: true, wantCode: 0, wantCookie: true},
 	}
@@ -635,9 +638,11 @@ func TestRestoreRefusesOverUnsavedLogin(t *testing.T) {
 			if code, _, errOut := d("profile", "create", "work"); code != 0 {
 				t.Fatal(errOut)
 			}
-			if code, _, errOut := d("profile", "snapshot", "work"); code != 0 {
+			code, out, errOut := d("--json", "profile", "snapshot", "work")
+			if code != 0 {
 				t.Fatal(errOut)
 			}
+			first := decodeJSON(t, out)["snapshot"].(map[string]any)
 			withStdin(t, "\n")
 			if code, out, errOut := d("profile", "open", "work", "--headless", "--url", site.At("/setcookie?name=fresh&value=yes&max_age=3600")); code != 0 {
 				t.Fatalf("open: %d %s %s", code, out, errOut)
@@ -648,10 +653,14 @@ func TestRestoreRefusesOverUnsavedLogin(t *testing.T) {
 				}
 			}
 			args := []string{"--json", "profile", "restore", "work", "latest"}
+			if tc.archive {
+				args = []string{"--json", "profile", "restore", "work", "--archive",
+					filepath.Join(home, "snapshots", first["object_key"].(string))}
+			}
 			if tc.force {
 				args = append(args, "--force")
 			}
-			code, out, errOut := d(args...)
+			code, out, errOut = d(args...)
 			if code != tc.wantCode {
 				t.Fatalf("restore: exit %d, want %d: %s %s", code, tc.wantCode, out, errOut)
 			}
