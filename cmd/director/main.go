@@ -14,14 +14,27 @@ import (
 	"director/internal/memlimit"
 )
 
-// stopSignals end a command in order, as Ctrl-C does: its context is
-// cancelled, so a snapshot or restore keeps nothing half-done and `profile
-// open` closes Chrome gracefully (so that it writes its cookies) and still
-// takes its --snapshot. SIGHUP is among them because closing the terminal
-// sends it, and its default action would end director at once: Chrome then
-// died with the cookies of the last half minute unwritten and nothing was
-// snapshotted.
-var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+// stopSignals are the signals that end a command in order, as Ctrl-C does:
+// its context is cancelled, so a snapshot or restore keeps nothing
+// half-done and `profile open` closes Chrome gracefully (so that it writes
+// its cookies) and still takes its --snapshot. SIGHUP is among them because
+// closing the terminal sends it, and its default action would end director
+// at once: Chrome then died with the cookies of the last half minute
+// unwritten and nothing was snapshotted.
+//
+// A signal that director was started with ignored (SIGHUP under nohup,
+// SIGINT for a script's background job) stays ignored: listening for it
+// would undo the ignoring, and nohup's command would stop when its terminal
+// closed.
+func stopSignals() []os.Signal {
+	var sigs []os.Signal
+	for _, s := range []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP} {
+		if !signal.Ignored(s) {
+			sigs = append(sigs, s)
+		}
+	}
+	return sigs
+}
 
 func main() {
 	memlimit.Apply()
@@ -30,7 +43,7 @@ func main() {
 	ctx = context.WithValue(ctx, interruptsKey{}, stops)
 	out := &outputs{}
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, stopSignals...)
+	signal.Notify(sigs, stopSignals()...)
 	go func() {
 		for range sigs {
 			if stops.next() {

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -455,7 +456,7 @@ func TestProfileOpenSurvivesClosedTerminal(t *testing.T) {
 	os.Stdin = r
 	defer func() { os.Stdin = oldStdin }()
 
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	defer stop()
 	tctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -685,6 +686,39 @@ steps:
 			cookies, _ := m["outputs"].(map[string]any)["cookies"].(string)
 			if code != 0 || strings.Contains(cookies, `"fresh":"yes"`) != tc.wantCookie {
 				t.Errorf("after the restore: exit %d, cookies %q, want the login kept: %v (%s)", code, cookies, tc.wantCookie, errOut)
+			}
+		})
+	}
+}
+
+// TestStopSignalsKeepWhatIsIgnored: director listens for Ctrl-C, SIGTERM and
+// a closed terminal's SIGHUP, except for a signal it was started with
+// ignored: under nohup, listening for SIGHUP undid nohup, and the command
+// stopped when its terminal closed.
+func TestStopSignalsKeepWhatIsIgnored(t *testing.T) {
+	tests := []struct {
+		name    string
+		ignored []os.Signal
+		want    []os.Signal
+	}{
+		{"nothing ignored", nil, []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}},
+		{"nohup", []os.Signal{syscall.SIGHUP}, []os.Signal{os.Interrupt, syscall.SIGTERM}},
+		{"a script's background job", []os.Signal{os.Interrupt}, []os.Signal{syscall.SIGTERM, syscall.SIGHUP}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if len(tc.ignored) > 0 { // no arguments would ignore every signal
+				signal.Ignore(tc.ignored...)
+				defer func() {
+					// Reset leaves a signal marked ignored; Notify clears
+					// the mark, and Stop then restores the default action.
+					c := make(chan os.Signal, 1)
+					signal.Notify(c, tc.ignored...)
+					signal.Stop(c)
+				}()
+			}
+			if got := stopSignals(); !slices.Equal(got, tc.want) {
+				t.Errorf("stopSignals() = %v, want %v", got, tc.want)
 			}
 		})
 	}
