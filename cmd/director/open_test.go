@@ -57,6 +57,44 @@ func (w *signalWriter) String() string {
 	return w.buf.String()
 }
 
+// openRun is a `director profile open` running in this process (see
+// startOpen): stdin is the pipe its Enter is read from, done gets its exit
+// code.
+type openRun struct {
+	stdin  *os.File
+	stdout *bytes.Buffer
+	stderr *signalWriter
+	done   chan int
+}
+
+// startOpen runs `director ARGS` (a profile open) under runCtx in this
+// process, with os.Stdin a pipe for the test to press Enter on, and waits
+// until it asks for Enter. It fails the test if director exits first or
+// waitCtx ends. The pipe and os.Stdin are restored when the test ends.
+func startOpen(t *testing.T, waitCtx, runCtx context.Context, args ...string) *openRun {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldStdin := os.Stdin
+	os.Stdin = r
+	t.Cleanup(func() {
+		w.Close()
+		os.Stdin = oldStdin
+	})
+	o := &openRun{stdin: w, stdout: &bytes.Buffer{}, stderr: &signalWriter{want: "Press Enter", ready: make(chan struct{})}, done: make(chan int, 1)}
+	go func() { o.done <- run(runCtx, append([]string{"director"}, args...), o.stdout, o.stderr) }()
+	select {
+	case <-o.stderr.ready:
+	case code := <-o.done:
+		t.Fatalf("exited %d before asking for Enter: %s %s", code, o.stdout.String(), o.stderr.String())
+	case <-waitCtx.Done():
+		t.Fatalf("no prompt: %s", o.stderr.String())
+	}
+	return o
+}
+
 // TestProfileOpenSnapshot drives `director profile open NAME --headless
 // --url ... --snapshot --json` in process: the URL sets a cookie, Enter (or
 // Ctrl-C) closes Chrome, the snapshot is taken, and the cookie is on disk.
@@ -78,33 +116,13 @@ func TestProfileOpenSnapshot(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			home := t.TempDir()
-			r, w, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			oldStdin := os.Stdin
-			os.Stdin = r
-			defer func() { os.Stdin = oldStdin }()
-
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			runCtx, interrupt := context.WithCancel(ctx)
 			defer interrupt()
-			stderr := &signalWriter{want: "Press Enter", ready: make(chan struct{})}
-			var stdout bytes.Buffer
-			done := make(chan int, 1)
-			go func() {
-				done <- run(runCtx, []string{"director", "--home", home, "--json", "profile", "open", "work",
-					"--headless", "--snapshot", "--url", site.At(tc.url)}, &stdout, stderr)
-			}()
-			select {
-			case <-stderr.ready:
-			case code := <-done:
-				t.Fatalf("exited %d early: %s %s", code, stdout.String(), stderr.String())
-			case <-ctx.Done():
-				t.Fatalf("no prompt: %s", stderr.String())
-			}
+			o := startOpen(t, ctx, runCtx, "--home", home, "--json", "profile", "open", "work",
+				"--headless", "--snapshot", "--url", site.At(tc.url))
+			stdout, stderr, done, w := o.stdout, o.stderr, o.done, o.stdin
 			dir := filepath.Join(home, "browser-profiles", "work")
 			if _, inUse, _ := launcher.ProfileInUse(dir); !inUse {
 				t.Error("profile not in use while open")
@@ -378,30 +396,10 @@ func TestWaitClosed(t *testing.T) {
 func TestRunWhileProfileOpen(t *testing.T) {
 	needChrome(t)
 	home := cliEnv(t)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	oldStdin := os.Stdin
-	os.Stdin = r
-	defer func() { os.Stdin = oldStdin }()
-
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	stderr := &signalWriter{want: "Press Enter", ready: make(chan struct{})}
-	var stdout bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"director", "--home", home, "profile", "open", "work", "--headless"}, &stdout, stderr)
-	}()
-	select {
-	case <-stderr.ready:
-	case code := <-done:
-		t.Fatalf("open exited %d early: %s", code, stderr.String())
-	case <-ctx.Done():
-		t.Fatalf("no prompt: %s", stderr.String())
-	}
+	o := startOpen(t, ctx, ctx, "--home", home, "profile", "open", "work", "--headless")
+	stderr, done, w := o.stderr, o.done, o.stdin
 	wf := writeWF(t, t.TempDir(), "refresh.yaml", "name: refresh\nprofile: work\nsteps:\n  - navigate: http://127.0.0.1:9/\n")
 	code, out, errOut := runDirector(t, "--home", home, "--json", "run", wf)
 	m := firstJSON(t, out)
@@ -447,33 +445,13 @@ func TestProfileOpenSurvivesClosedTerminal(t *testing.T) {
 	needChrome(t)
 	site := testsite.New(t)
 	home := cliEnv(t)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	oldStdin := os.Stdin
-	os.Stdin = r
-	defer func() { os.Stdin = oldStdin }()
-
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	defer stop()
 	tctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	stderr := &signalWriter{want: "Press Enter", ready: make(chan struct{})}
-	var stdout bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"director", "--home", home, "--json", "profile", "open", "work", "--headless", "--snapshot",
-			"--url", site.At("/setcookie?name=opened&value=yes&max_age=3600")}, &stdout, stderr)
-	}()
-	select {
-	case <-stderr.ready:
-	case code := <-done:
-		t.Fatalf("exited %d early: %s", code, stderr.String())
-	case <-tctx.Done():
-		t.Fatalf("no prompt: %s", stderr.String())
-	}
+	o := startOpen(t, tctx, ctx, "--home", home, "--json", "profile", "open", "work", "--headless", "--snapshot",
+		"--url", site.At("/setcookie?name=opened&value=yes&max_age=3600"))
+	stdout, stderr, done := o.stdout, o.stderr, o.done
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -569,30 +547,11 @@ func TestProfileOpenCrashHint(t *testing.T) {
 	needChrome(t)
 	site := testsite.New(t)
 	home := cliEnv(t)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	oldStdin := os.Stdin
-	os.Stdin = r
-	defer func() { os.Stdin = oldStdin }()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	stderr := &signalWriter{want: "Press Enter", ready: make(chan struct{})}
-	var stdout bytes.Buffer
-	done := make(chan int, 1)
 	u := site.At("/login?next=/account&x=1")
-	go func() {
-		done <- run(ctx, []string{"director", "--home", home, "--json", "profile", "open", "work", "--headless", "--url", u}, &stdout, stderr)
-	}()
-	select {
-	case <-stderr.ready:
-	case code := <-done:
-		t.Fatalf("exited %d early: %s", code, stderr.String())
-	case <-ctx.Done():
-		t.Fatalf("no prompt: %s", stderr.String())
-	}
+	o := startOpen(t, ctx, ctx, "--home", home, "--json", "profile", "open", "work", "--headless", "--url", u)
+	stdout, done := o.stdout, o.done
 	info, inUse, err := launcher.ProfileInUse(filepath.Join(home, "browser-profiles", "work"))
 	if err != nil || !inUse || info.PID == 0 {
 		t.Fatalf("Chrome's pid: %+v %v %v", info, inUse, err)
