@@ -353,6 +353,11 @@ type Info struct {
 	InUseBy        string     `json:"in_use_by,omitempty"`
 	LastSnapshot   string     `json:"last_snapshot,omitempty"`
 	LastSnapshotAt *time.Time `json:"last_snapshot_at,omitempty"`
+	// UnsavedSince is set when the profile holds a login that no snapshot
+	// has (see MarkUnsaved): since `profile open` closed Chrome, or a run
+	// whose login check passed failed to snapshot; a snapshot or restore of
+	// the profile on this machine clears it.
+	UnsavedSince *time.Time `json:"unsaved_since,omitempty"`
 }
 
 // List describes every local profile, sorted by name. It is the one method
@@ -397,6 +402,9 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 				in.LastSnapshotAt = &at
 			} else if errcode.Of(err) != errcode.SnapshotNotFound {
 				return nil, err
+			}
+			if since := m.unsavedSince(ctx, in.Name); !since.IsZero() {
+				in.UnsavedSince = &since
 			}
 		}
 		out = append(out, in)

@@ -23,6 +23,7 @@ import (
 	"director/errcode"
 	"director/internal/testsite"
 	"director/launcher"
+	"director/profiles"
 )
 
 // needChrome fails under CI and skips elsewhere when Chromium is missing.
@@ -282,8 +283,22 @@ func TestRunKeepsLoginFromProfileOpen(t *testing.T) {
 			if code, out, errOut := d(homeA, "profile", "open", "work", "--headless", "--url", site.At("/setcookie?name=fresh&value=yes&max_age=3600")); code != 0 {
 				t.Fatalf("open: %d %s %s", code, out, errOut)
 			}
+			// profile list says so, with the command that keeps it.
+			_, out, _ := d(homeA, "profile", "list")
+			if want := "work holds a login no snapshot has"; !strings.Contains(out, want) || !strings.Contains(out, "profile snapshot work`") {
+				t.Errorf("profile list after the open lacks %q and the snapshot command:\n%s", want, out)
+			}
 			if tc.after != nil {
 				tc.after(t, d, homeA, homeB)
+			}
+			_, out, _ = d(homeA, "--json", "profile", "list")
+			var listed struct{ Profiles []profiles.Info }
+			if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed.Profiles) != 1 {
+				t.Fatalf("profile list --json: %v %s", err, out)
+			}
+			// Only a snapshot on this machine takes the login in.
+			if unsaved := listed.Profiles[0].UnsavedSince != nil; unsaved != (tc.name != "snapshot after the open") {
+				t.Errorf("profile list --json: unsaved_since set %v after %q", unsaved, tc.name)
 			}
 			wf := writeWF(t, t.TempDir(), "refresh.yaml", `name: refresh
 profile: work

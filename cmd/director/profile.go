@@ -196,7 +196,7 @@ func profileCommands() []*cli.Command {
 			}),
 		},
 		{
-			Name: "list", Usage: "list local profiles with size, last snapshot and whether they are in use",
+			Name: "list", Usage: "list local profiles with size, last snapshot, whether they are in use, and which hold a login no snapshot has",
 			Action: withReadOnlyManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				list, err := m.List(c.Context)
 				if err != nil {
@@ -221,6 +221,12 @@ func profileCommands() []*cli.Command {
 						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, humanBytes(p.SizeBytes), last, age, use)
 					}
 					tw.Flush()
+					for _, p := range list {
+						if p.UnsavedSince != nil {
+							fmt.Fprintf(w, "%s holds a login no snapshot has (since %s ago): keep it with %s\n",
+								p.Name, humanAge(time.Since(*p.UnsavedSince)), "`"+hintCommand(g, m.Store)+" profile snapshot "+p.Name+"`")
+						}
+					}
 				})
 				return nil
 			}),
