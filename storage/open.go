@@ -168,14 +168,13 @@ func redactURL(rawURL string) string {
 		return rawURL
 	}
 	rest, query, hasQuery := strings.Cut(rest, "?")
-	host, path, _ := strings.Cut(rest, "/")
-	if i := strings.LastIndex(host, "@"); i >= 0 {
-		host = "REDACTED@" + host[i+1:]
+	// Everything up to the last "@" is taken for a user:password part, even
+	// past a "/": a secret typed unescaped may hold one (AWS secret keys do),
+	// and url.Parse then takes the rest of it for the path.
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		rest = "REDACTED@" + rest[i+1:]
 	}
-	out := scheme + "://" + host
-	if path != "" || strings.Contains(rest, "/") {
-		out += "/" + path
-	}
+	out := scheme + "://" + rest
 	if !hasQuery {
 		return out
 	}
@@ -194,33 +193,45 @@ func redactURL(rawURL string) string {
 }
 
 // redactEndpoint drops a user:password@ part from an endpoint parameter,
-// escaped (%40) or not.
+// escaped (%40) or not: everything up to the last "@", even past a "/"
+// (an unescaped secret may hold one).
 func redactEndpoint(v string) string {
-	scheme, hostport, ok := strings.Cut(v, "://")
+	scheme, rest, ok := strings.Cut(v, "://")
 	if !ok {
-		scheme, hostport = "", v
+		scheme, rest = "", v
 	}
-	host, path, hasPath := strings.Cut(hostport, "/")
-	i := strings.LastIndex(host, "@")
-	if j := strings.LastIndex(strings.ToLower(host), "%40"); j >= 0 && j+2 > i {
-		i = j + 2
-	}
+	i := credentialsEnd(rest)
 	if i < 0 {
 		return v
 	}
-	host = "REDACTED@" + host[i+1:]
-	if hasPath {
-		host += "/" + path
-	}
+	rest = "REDACTED@" + rest[i+1:]
 	if ok {
-		return scheme + "://" + host
+		return scheme + "://" + rest
 	}
-	return host
+	return rest
+}
+
+// credentialsEnd is the index of the last byte of the last "@" (or "%40")
+// in s, -1 when s has none.
+func credentialsEnd(s string) int {
+	i := strings.LastIndex(s, "@")
+	if j := strings.LastIndex(strings.ToLower(s), "%40"); j >= 0 && j+2 > i {
+		i = j + 2
+	}
+	return i
 }
 
 // parseErr is what url.Parse said about rawURL, without rawURL itself
-// (which its error quotes whole, credentials included).
-func parseErr(err error) error {
+// (which its error quotes whole, credentials included). When rawURL holds a
+// user:password@ part, url.Parse's own words may quote a piece of the
+// password (`invalid port ":SECRET" after host` for a secret holding a
+// "/"), so that is all it says.
+func parseErr(rawURL string, err error) error {
+	if _, rest, ok := strings.Cut(rawURL, "://"); ok {
+		if rest, _, _ = strings.Cut(rest, "?"); strings.Contains(rest, "@") {
+			return errors.New("credentials do not belong in the URL")
+		}
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		return ue.Err

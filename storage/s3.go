@@ -64,7 +64,7 @@ const s3SweepGrace = time.Hour
 func openS3(rawURL string, opts Options) (Store, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, badURL(rawURL, "%v", parseErr(err))
+		return nil, badURL(rawURL, "%v", parseErr(rawURL, err))
 	}
 	if u.User != nil {
 		return nil, badURL(rawURL, "credentials do not belong in the URL").WithHint("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or --aws-access-key-id and --aws-secret-access-key)")
@@ -121,8 +121,14 @@ func openS3(rawURL string, opts Options) (Store, error) {
 			}
 			s.endpoint = hostport
 		}
+		if credentialsEnd(s.endpoint) >= 0 {
+			// Before the path is quoted: an unescaped secret holding a "/"
+			// would be quoted as a path.
+			return nil, badURL(rawURL, "credentials do not belong in the endpoint").
+				WithHint("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or --aws-access-key-id and --aws-secret-access-key), and give the endpoint as host:port or https://host:port/path")
+		}
 		host, path, _ := strings.Cut(s.endpoint, "/")
-		if host == "" || strings.ContainsAny(host, "?#@") {
+		if host == "" || strings.ContainsAny(host, "?#") {
 			return nil, badURL(rawURL, "endpoint %q: use host:port or host:port/path", redactEndpoint(s.endpoint))
 		}
 		if path = strings.TrimSuffix(path, "/"); path != "" {

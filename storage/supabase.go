@@ -80,7 +80,7 @@ const DefaultSupabaseBucket = "browser-profiles"
 func openSupabase(rawURL string, opts Options) (Store, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, badURL(rawURL, "%v", parseErr(err))
+		return nil, badURL(rawURL, "%v", parseErr(rawURL, err))
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, badURL(rawURL, "supabase:// URLs take only a bucket and a prefix; the project comes from SUPABASE_URL")
