@@ -126,6 +126,19 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 	started := time.Now()
 	closeCtx := context.WithoutCancel(ctx)
 	defer b.Close(closeCtx) // a no-op after the Close below
+	// From now on the profile may hold what the person does in Chrome and
+	// no snapshot has: until one is taken, a run's restore: latest keeps
+	// this profile rather than bring back an older login over it. It is
+	// recorded now, and again when the person is done (the login's time),
+	// not only once Chrome has closed: a second Ctrl-C while Chrome closes
+	// quits at once, and director killed while the person logs in leaves
+	// Chrome to shut down (and write its cookies) on its own.
+	markUnsaved := func() {
+		if err := m.MarkUnsaved(closeCtx, name); err != nil {
+			g.Log.Warn("cannot record that the profile has an unsaved login; snapshot it before the next run", "profile", name, "err", err)
+		}
+	}
+	markUnsaved()
 
 	if u := c.String("url"); u != "" {
 		nctx, cancel := context.WithTimeout(b.Context(), 30*time.Second)
@@ -151,17 +164,12 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 	}
 
 	res.ClosedBy = waitClosed(ctx, b.Done(), stdinOf(c), headless)
+	markUnsaved()
 	if res.ClosedBy != closedByWindow {
 		say("closing Chrome (waiting for it to save the profile)...\n")
 	}
 	if err := b.Close(closeCtx); err != nil {
 		return err
-	}
-	// What the person did is now on disk and in no snapshot: until one is
-	// taken, a run's restore: latest keeps this profile rather than bring
-	// back an older login over it.
-	if err := m.MarkUnsaved(closeCtx, name); err != nil {
-		g.Log.Warn("cannot record that the profile has an unsaved login; snapshot it before the next run", "profile", name, "err", err)
 	}
 	res.Open = time.Since(started)
 	res.Killed = b.Killed()

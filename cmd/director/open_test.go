@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -695,5 +697,119 @@ func TestStopSignalsKeepWhatIsIgnored(t *testing.T) {
 				t.Errorf("stopSignals() = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// chromeOf is the pid of the Chrome that process parent started on the
+// user-data-dir dir (0 while there is none).
+func chromeOf(parent int, dir string) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command name (in parentheses): state, ppid.
+		s := string(stat)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) < 2 || fields[1] != strconv.Itoa(parent) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if slices.Contains(strings.Split(string(cmdline), "\x00"), "--user-data-dir="+dir) {
+			pid, _ := strconv.Atoi(e.Name())
+			return pid
+		}
+	}
+	return 0
+}
+
+// TestProfileOpenQuitKeepsUnsavedMark: a second signal while `profile
+// open` waits for Chrome to close quits at once; the login the person made
+// is on disk (Chrome shuts down by itself when director is gone), so the
+// profile must still be marked as holding a login no snapshot has, or the
+// next restore: latest brings the older snapshot back over it. The mark was
+// recorded only after Chrome had closed. Chrome is stopped (SIGSTOP) so
+// that its close waits until the second signal.
+func TestProfileOpenQuitKeepsUnsavedMark(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finds Chrome through /proc")
+	}
+	needChrome(t)
+	home := withProfile(t)
+	dir := filepath.Join(home, "browser-profiles", "work")
+	if code, _, errOut := runDirector(t, "--home", home, "profile", "snapshot", "work"); code != 0 {
+		t.Fatalf("snapshot: %d %s", code, errOut)
+	}
+	cmd := exec.Command(os.Args[0], "--home", home, "profile", "open", "work", "--headless", "--close-timeout", "1h")
+	cmd.Env = append(os.Environ(), "DIRECTOR_TEST_MAIN=1")
+	stdin, err := cmd.StdinPipe() // kept open: no Enter
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	prompt := &signalWriter{want: "Press Enter", ready: make(chan struct{})}
+	closing := &signalWriter{want: "closing Chrome", ready: make(chan struct{})}
+	cmd.Stderr = io.MultiWriter(prompt, closing)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	chrome := 0
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if chrome != 0 {
+			_ = syscall.Kill(-chrome, syscall.SIGKILL) // its own process group
+		}
+	})
+	guard := time.After(2 * time.Minute) // the hang guard, never reached otherwise
+	wait := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-exited:
+			t.Fatalf("director exited before %s: %s", what, prompt.String())
+		case <-guard:
+			t.Fatalf("no %s: %s", what, prompt.String())
+		}
+	}
+	wait(prompt.ready, "prompt")
+	if chrome = chromeOf(cmd.Process.Pid, dir); chrome == 0 {
+		t.Fatal("no Chrome process on the profile")
+	}
+	if err := syscall.Kill(chrome, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	wait(closing.ready, "closing Chrome")
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-guard:
+		t.Fatal("director still runs after a second SIGTERM")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(prompt.String(), "interrupted again") {
+		t.Fatalf("exit %d: %s", code, prompt.String())
+	}
+	// Chrome goes before the restore below, which refuses a live one.
+	_ = syscall.Kill(-chrome, syscall.SIGKILL)
+	for _, inUse, _ := launcher.ProfileInUse(dir); inUse; _, inUse, _ = launcher.ProfileInUse(dir) {
+		select {
+		case <-guard:
+			t.Fatal("Chrome still runs on the profile")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	code, out, _ := runDirector(t, "--home", home, "--json", "profile", "restore", "work", "latest")
+	var res errorJSON
+	_ = json.Unmarshal([]byte(out), &res)
+	if code != errcode.ExitUsage || res.Error.Code != errcode.InvalidInput || !strings.Contains(res.Error.Message, "holds a login that no snapshot has") {
+		t.Errorf("restore latest after the quit: exit %d %s; want it refused over the unsaved login", code, out)
 	}
 }
