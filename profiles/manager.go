@@ -136,7 +136,13 @@ func (m *Manager) Create(ctx context.Context, name string) error {
 		}
 		return errcode.Wrap(err, errcode.Internal, "creating profile %q", name)
 	}
-	return m.Catalog.TouchProfile(ctx, name, m.now())
+	if err := m.Catalog.TouchProfile(ctx, name, m.now()); err != nil {
+		return err
+	}
+	// An empty profile holds no login: an unsaved mark left by one of the
+	// same name (removed by hand, or by a delete the store stopped) would
+	// keep it from a run's restore: latest.
+	return m.Catalog.SetUnsaved(ctx, name, time.Time{})
 }
 
 // Path returns the user-data-dir of an existing profile; a profile that

@@ -993,3 +993,60 @@ func TestPruneCountsOtherMachinesSnapshots(t *testing.T) {
 		})
 	}
 }
+
+// A profile directory made anew holds no login, whatever the catalog said
+// of the one it replaces: the unsaved mark of `profile open` must go with
+// that one, or a run's restore: latest keeps the new empty profile instead
+// of restoring, and `profile restore` refuses without --force, saying it
+// holds a login that no snapshot has. The old directory goes by hand (rm
+// -rf), or by a delete --with-snapshots that the store stops after the
+// directory is gone.
+func TestNewProfileHasNoUnsavedLogin(t *testing.T) {
+	tests := []struct {
+		name   string
+		remove func(t *testing.T, m *Manager)
+	}{
+		{"removed by hand", func(t *testing.T, m *Manager) {
+			if err := os.RemoveAll(m.Dir("work")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"delete stopped by the store", func(t *testing.T, m *Manager) {
+			real := m.Store
+			m.Store = refusingDeletes{real}
+			defer func() { m.Store = real }()
+			if _, err := m.Delete(context.Background(), "work", true); errcode.Of(err) != errcode.StorageUnavailable {
+				t.Fatalf("Delete through a store that refuses deletes: %v", err)
+			}
+			if _, err := os.Stat(m.Dir("work")); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("the profile directory is still there: %v", err)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			m := newTestManager(t)
+			if err := m.Create(ctx, "work"); err != nil {
+				t.Fatal(err)
+			}
+			writeProfile(t, m.Dir("work"), "v1")
+			snap, err := m.Snapshot(ctx, "work", SnapshotOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Now = func() time.Time { return time.Now().Add(time.Minute) } // the open, after the snapshot
+			if err := m.MarkUnsaved(ctx, "work"); err != nil {
+				t.Fatal(err)
+			}
+			tc.remove(t, m)
+			if err := m.Create(ctx, "work"); err != nil {
+				t.Fatal(err)
+			}
+			res, err := m.Restore(ctx, "work", "latest", RestoreOptions{KeepUnsaved: true})
+			if err != nil || res.KeptLocal || res.ID != snap.ID {
+				t.Fatalf("restore latest (as a run's) over the new profile: %+v, %v; want snapshot %s restored", res, err, snap.ID)
+			}
+		})
+	}
+}
