@@ -927,13 +927,20 @@ func TestPruneCountsOtherMachinesSnapshots(t *testing.T) {
 		name     string
 		identity bool
 		stale    bool // B rebuilt its catalog after A's first snapshot
-		damaged  bool // the store also holds a damaged manifest, sorted before A's
-		wantErr  errcode.Code
+		// damaged is how the store also holds a damaged manifest, sorted
+		// before A's: "" none, "plain" one that is not JSON, "truncated" an
+		// encrypted one cut short (its age header), "flipped" an encrypted
+		// one with a bit of its payload flipped. An encrypted store holds
+		// only encrypted ones.
+		damaged string
+		wantErr errcode.Code
 	}{
-		{"fresh machine", true, false, false, ""},
-		{"stale catalog", true, true, false, ""},
-		{"damaged manifest", true, false, true, ""},
-		{"no identity", false, false, false, errcode.DecryptFailed},
+		{"fresh machine", true, false, "", ""},
+		{"stale catalog", true, true, "", ""},
+		{"damaged manifest", true, false, "plain", ""},
+		{"truncated encrypted manifest", true, false, "truncated", ""},
+		{"flipped encrypted manifest", true, false, "flipped", ""},
+		{"no identity", false, false, "", errcode.DecryptFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -961,9 +968,33 @@ func TestPruneCountsOtherMachinesSnapshots(t *testing.T) {
 					}
 				}
 			}
-			if tt.damaged {
-				if err := a.Store.Put(ctx, "work/work-20200101T000000Z-dmgd.manifest.json", strings.NewReader("not json{"), 9); err != nil {
+			if tt.damaged != "" {
+				key, body := "work/work-20200101T000000Z-dmgd.manifest.json", []byte("not json{")
+				if tt.damaged != "plain" {
+					rc, _, err := a.Store.Get(ctx, "work/"+ids[0]+".manifest.json.age")
+					if err != nil {
+						t.Fatal(err)
+					}
+					enc, err := io.ReadAll(rc)
+					rc.Close()
+					if err != nil {
+						t.Fatal(err)
+					}
+					key, body = key+".age", enc[:100]
+					if tt.damaged == "flipped" {
+						body = slices.Clone(enc)
+						body[len(body)-20] ^= 1
+					}
+				}
+				if err := a.Store.Put(ctx, key, bytes.NewReader(body), int64(len(body))); err != nil {
 					t.Fatal(err)
+				}
+				// A machine that has never seen the store restores the
+				// newest snapshot, not an older one, nor an error.
+				c := newTestManager(t)
+				c.Store, c.Identities = a.Store, []age.Identity{id}
+				if r, err := c.Restore(ctx, "work", "latest", RestoreOptions{}); err != nil || r.ID != ids[len(ids)-1] {
+					t.Fatalf("restore latest on a fresh machine: %+v, %v; want %s", r, err, ids[len(ids)-1])
 				}
 			}
 			before := storeKeys(t, a.Store, "work/")

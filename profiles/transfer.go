@@ -737,9 +737,12 @@ func (m *Manager) adoptFromStore(ctx context.Context, store, name string) (locke
 			}
 			continue
 		}
-		if errcode.Of(err) == errcode.SnapshotCorrupt {
+		if c := errcode.Of(err); c == errcode.SnapshotCorrupt || c == errcode.DecryptFailed {
 			// One damaged manifest must not hide the snapshots after it
-			// (restore latest would go back in time, prune would fail).
+			// (restore latest would go back in time, prune would fail). In
+			// an encrypted store the damage shows as a ciphertext that does
+			// not decrypt (a wrong key is handled above; a store that fails
+			// while it is read is not decrypt_failed).
 			m.log().Warn("passed over a damaged manifest in the store; `director catalog rebuild` lists it", "key", o.Key, "err", err)
 			continue
 		}
