@@ -461,20 +461,23 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 	// bad refresh never replaces the latest good snapshot.
 	res.SnapshotSkipped = snapshotSkip(w, err, loginOK, res.LoginCheck)
 	if res.SnapshotSkipped == "" && ctx.Err() == nil {
+		if res.LoginCheck == "passed" {
+			// The profile holds a login the check just proved, newer than
+			// any snapshot (a site may have rotated its tokens): until the
+			// snapshot holds it, the next restore: latest must not bring the
+			// older snapshot back over it. Recorded before the snapshot,
+			// which clears it, so that a snapshot that fails, or that a
+			// second Ctrl-C cuts short by quitting at once, leaves it.
+			if merr := r.Profiles.MarkUnsaved(context.WithoutCancel(ctx), w.Profile); merr != nil {
+				r.log().Warn("cannot record that the profile has an unsaved login", "profile", w.Profile, "err", merr)
+			}
+		}
 		t0 := time.Now()
 		r.progress(w, ProgressEvent{Stage: "snapshot"})
 		snap, serr := r.Profiles.Snapshot(ctx, w.Profile, profiles.SnapshotOptions{Lock: lock, Note: snapshotNote(w, runID)})
 		res.Durations.SnapshotMS = ms(time.Since(t0))
 		r.progress(w, ProgressEvent{Stage: "snapshot", Done: true, Duration: time.Since(t0), Err: serr})
 		if serr != nil {
-			if res.LoginCheck == "passed" {
-				// The profile holds a login the check just proved, newer than
-				// any snapshot (a site may have rotated its tokens): the next
-				// restore: latest must not bring the older snapshot back over it.
-				if merr := r.Profiles.MarkUnsaved(context.WithoutCancel(ctx), w.Profile); merr != nil {
-					r.log().Warn("cannot record that the profile has an unsaved login", "profile", w.Profile, "err", merr)
-				}
-			}
 			if err == nil {
 				err = errcode.Hinted(serr, errcode.Of(serr), errcode.HintOf(serr), "the workflow succeeded but its snapshot failed")
 			}

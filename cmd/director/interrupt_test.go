@@ -2,17 +2,21 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"director/catalog"
 	"director/errcode"
+	"director/internal/testsite"
 )
 
 // TestMain runs director's main instead of the tests when
@@ -159,5 +163,80 @@ func TestSecondInterruptQuitsAtOnce(t *testing.T) {
 				t.Errorf("stdout: %q", stdout.String())
 			}
 		})
+	}
+}
+
+// TestRunQuitKeepsProvenLogin: a refresh whose login check passed and whose
+// snapshot a second Ctrl-C or SIGTERM cut short (quit at once, while the
+// snapshot cleaned up after a store that stopped answering) leaves the
+// profile marked as holding a login that no snapshot has, as a refresh
+// whose snapshot failed does: the login is proven and newer than any
+// snapshot, and the next restore: latest must not bring an older one back
+// over it. The mark was set only once the snapshot had returned.
+func TestRunQuitKeepsProvenLogin(t *testing.T) {
+	needChrome(t)
+	site := testsite.New(t)
+	home := withProfile(t)
+	wf := writeWF(t, t.TempDir(), "refresh.yaml", `name: refresh
+profile: work
+restore: none
+snapshot: on_success
+browser: {headless: true}
+login_check:
+  url: `+site.At("/cookies")+`
+  logged_in_selector: "#cookies"
+steps:
+  - navigate: `+site.At("/cookies")+`
+`)
+	addr, requested, closed := hungStore(t)
+	cmd := exec.Command(os.Args[0], "--home", home, "--store", "s3://bucket/p?endpoint="+addr+"&insecure=true",
+		"--store-call-timeout", "1h", "--store-idle-timeout", "1h", "--insecure-no-encryption", "run", wf)
+	cmd.Env = append(os.Environ(), "DIRECTOR_TEST_MAIN=1", "AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=secret-key")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	guard := time.After(2 * time.Minute) // the hang guard, never reached otherwise
+	wait := func(ch <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-exited:
+			t.Fatalf("director exited before %s: %s", what, stderr.String())
+		case <-guard:
+			t.Fatalf("director hangs before %s", what)
+		}
+	}
+	wait(requested, "the snapshot called the store") // the login check has passed
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	wait(closed, "the call was cancelled")
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-guard:
+		t.Fatal("director still runs after a second SIGTERM")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "interrupted again") {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	cat, err := catalog.Open(context.Background(), filepath.Join(home, "director.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Close()
+	p, err := cat.GetProfile(context.Background(), "work")
+	if err != nil || p.UnsavedSince.IsZero() {
+		t.Errorf("profile row %+v, %v: want the proven login marked as unsaved", p, err)
 	}
 }
