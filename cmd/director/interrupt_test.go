@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -238,5 +240,67 @@ steps:
 	p, err := cat.GetProfile(context.Background(), "work")
 	if err != nil || p.UnsavedSince.IsZero() {
 		t.Errorf("profile row %+v, %v: want the proven login marked as unsaved", p, err)
+	}
+}
+
+// sigIgnored reports whether process pid ignores sig, from the SigIgn mask
+// of /proc/PID/status.
+func sigIgnored(t *testing.T, pid int, sig syscall.Signal) bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if hex, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+			mask, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return mask&(1<<(uint(sig)-1)) != 0
+		}
+	}
+	t.Fatalf("no SigIgn in /proc/%d/status", pid)
+	return false
+}
+
+// TestProfileOpenSnapshotKeepsIgnoredSignals: `profile open --snapshot`
+// started with Ctrl-C ignored (a script's background job) still ignores it
+// while it snapshots, as director does everywhere else (stopSignals): the
+// snapshot stage listened for SIGINT itself, which undid the ignoring, and
+// the script's Ctrl-C stopped the snapshot of the login just made. The
+// snapshot waits on a store that does not answer while the test looks.
+func TestProfileOpenSnapshotKeepsIgnoredSignals(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the signal masks from /proc")
+	}
+	needChrome(t)
+	home := withProfile(t)
+	addr, requested, _ := hungStore(t)
+	cmd := exec.Command("/bin/sh", "-c", `trap "" INT; exec "$@"`, "sh", os.Args[0],
+		"--home", home, "--store", "s3://bucket/p?endpoint="+addr+"&insecure=true",
+		"--store-call-timeout", "1h", "--store-idle-timeout", "1h", "--insecure-no-encryption",
+		"profile", "open", "work", "--headless", "--snapshot") // stdin /dev/null: closed at once
+	cmd.Env = append(os.Environ(), "DIRECTOR_TEST_MAIN=1", "AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=secret-key")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	select { // the snapshot has started: Chrome is closed
+	case <-requested:
+	case <-exited:
+		t.Fatalf("director exited before it snapshotted: %s", stderr.String())
+	case <-time.After(2 * time.Minute): // the hang guard, never reached otherwise
+		t.Fatalf("no snapshot: %s", stderr.String())
+	}
+	if !sigIgnored(t, cmd.Process.Pid, syscall.SIGINT) {
+		t.Errorf("SIGINT is no longer ignored while profile open snapshots")
 	}
 }

@@ -190,8 +190,12 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 		// stops the snapshot (which leaves nothing half-stored); a third
 		// quits at once.
 		allowAnotherInterrupt(ctx)
-		sctx, stop := signal.NotifyContext(context.WithoutCancel(ctx), os.Interrupt, syscall.SIGTERM)
-		defer stop()
+		sctx := context.WithoutCancel(ctx)
+		if sigs := snapshotStopSignals(); len(sigs) > 0 { // none would mean every signal
+			var stop context.CancelFunc
+			sctx, stop = signal.NotifyContext(sctx, sigs...)
+			defer stop()
+		}
 		note := c.String("note")
 		if note == "" {
 			note = "profile open"
@@ -214,6 +218,20 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 		}
 	})
 	return nil
+}
+
+// snapshotStopSignals are the signals that stop open's --snapshot: Ctrl-C
+// and SIGTERM, as stopSignals has them (a signal director was started with
+// ignored stays ignored: listening for it would undo that). A closed
+// terminal's SIGHUP does not stop the snapshot of the login just made.
+func snapshotStopSignals() []os.Signal {
+	var sigs []os.Signal
+	for _, s := range stopSignals() {
+		if s != syscall.SIGHUP {
+			sigs = append(sigs, s)
+		}
+	}
+	return sigs
 }
 
 // checkOpenURL refuses a --url that Chrome cannot open, such as
