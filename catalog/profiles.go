@@ -17,8 +17,9 @@ type Profile struct {
 	CreatedAt  time.Time `json:"created_at"`
 	LastUsedAt time.Time `json:"last_used_at,omitzero"`
 	Note       string    `json:"note,omitempty"`
-	// UnsavedSince is when `director profile open` last closed Chrome on
-	// the profile with no snapshot taken since (zero: nothing unsaved).
+	// UnsavedSince is when `director profile open` (or a run whose login
+	// check passed) last left the profile with a login no snapshot has
+	// (zero: nothing unsaved).
 	UnsavedSince time.Time `json:"unsaved_since,omitzero"`
 }
 

@@ -182,9 +182,9 @@ func sizeText(n int64) string {
 }
 
 // MarkUnsaved records that the local profile name now holds a login that no
-// snapshot has: `director profile open` calls it when Chrome has closed,
-// before any snapshot, and a run whose login check passed but whose
-// snapshot failed calls it too. A later snapshot or restore of the
+// snapshot has: `director profile open` calls it once Chrome runs and again
+// when the person is done, before any snapshot, and a run whose login check
+// passed calls it before its snapshot. A later snapshot or restore of the
 // profile clears the mark; until then a run's restore that passes
 // RestoreOptions.KeepUnsaved does not replace the profile with an older
 // snapshot.
