@@ -328,7 +328,8 @@ func (s *supabaseStore) ensureBucket(ctx context.Context, create bool) error {
 		return s.classify(ctx, what, err)
 	})
 	if (ProblemOf(err) == ProblemNoBucket || errors.Is(err, ErrNotFound)) && !create {
-		hint := fmt.Sprintf("bucket %q does not exist in the project of SUPABASE_URL: check the bucket name in the store URL (supabase://BUCKET/PREFIX) and SUPABASE_URL; the first snapshot into a new bucket creates it", s.bucket)
+		hint := fmt.Sprintf("bucket %q does not exist in the project of SUPABASE_URL: check the bucket name in the store URL (supabase://BUCKET/PREFIX) and SUPABASE_URL; "+
+			"if the name is right, create the bucket (private): `director store check` does, and says so, as does the first snapshot into it", s.bucket)
 		if ProblemOf(err) == ProblemNoBucket {
 			return errcode.Hinted(err, errcode.StorageUnavailable, hint, "")
 		}

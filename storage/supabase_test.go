@@ -58,7 +58,7 @@ func TestSupabaseReadsNeverCreateTheBucket(t *testing.T) {
 			put(t, mustOpen(t, "supabase://browser-profiles", d.opts()), "work/a.tar.zst", "x")
 			err := tt.call(mustOpen(t, "supabase://browser-profils", d.opts()))
 			if errcode.Of(err) != errcode.StorageUnavailable || ProblemOf(err) != ProblemNoBucket ||
-				!strings.Contains(errcode.HintOf(err), `bucket "browser-profils" does not exist`) {
+				!strings.Contains(errcode.HintOf(err), `bucket "browser-profils" does not exist`) || !strings.Contains(errcode.HintOf(err), "`director store check`") {
 				t.Fatalf("err = %v [%s, %s] (hint %q), want storage_unavailable, missing_bucket, naming the bucket", err, errcode.Of(err), ProblemOf(err), errcode.HintOf(err))
 			}
 			d.mu.Lock()
