@@ -195,6 +195,13 @@ func (m *Manager) MarkUnsaved(ctx context.Context, name string) error {
 	return m.Catalog.SetUnsaved(ctx, name, m.now())
 }
 
+// UnsavedSince is when the local profile name came to hold a login that no
+// snapshot has (see MarkUnsaved), zero when it holds none or the catalog
+// cannot tell. `profile delete` refuses such a profile without --force.
+func (m *Manager) UnsavedSince(ctx context.Context, name string) time.Time {
+	return m.unsavedSince(ctx, name)
+}
+
 // unsavedSince is the time of the profile's MarkUnsaved, zero when nothing
 // is unsaved or the catalog cannot tell.
 func (m *Manager) unsavedSince(ctx context.Context, name string) time.Time {

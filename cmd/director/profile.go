@@ -255,11 +255,21 @@ func profileCommands() []*cli.Command {
 		},
 		{
 			Name: "delete", Usage: "delete a local profile (and, with --with-snapshots, its snapshots)", ArgsUsage: "NAME",
-			Flags: []cli.Flag{&cli.BoolFlag{Name: "with-snapshots", Usage: "also delete every snapshot of the profile from the store and the catalog"}},
+			Flags: []cli.Flag{
+				&cli.BoolFlag{Name: "with-snapshots", Usage: "also delete every snapshot of the profile from the store and the catalog"},
+				&cli.BoolFlag{Name: "force", Usage: "delete a profile that holds a login no snapshot has (after profile open without --snapshot)"},
+			},
 			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				name, err := oneArg(c, "profile NAME")
 				if err != nil {
 					return err
+				}
+				if since := m.UnsavedSince(c.Context, name); !since.IsZero() && !c.Bool("force") {
+					if _, err := os.Stat(m.Dir(name)); err == nil {
+						return errcode.New(errcode.InvalidInput, "profile %s holds a login that no snapshot has (from %s); not deleting it",
+							name, since.UTC().Format(time.RFC3339)).
+							WithHint("keep it first with `%s profile snapshot %s`, or pass --force to delete it anyway", hintCommand(g, m.Store), name)
+					}
 				}
 				res, err := m.Delete(c.Context, name, c.Bool("with-snapshots"))
 				if err != nil {

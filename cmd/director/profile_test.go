@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"director/catalog"
+	"director/errcode"
 )
 
 // cliEnv isolates a test from the caller's director settings.
@@ -210,6 +215,56 @@ func TestAuditFilters(t *testing.T) {
 			hint, _ := e["hint"].(string)
 			if e["code"] != c.code || !strings.Contains(msg, c.msg) || !strings.Contains(hint, c.hint) {
 				t.Errorf("error %v, want %s ~%q, hint ~%q", e, c.code, c.msg, c.hint)
+			}
+		})
+	}
+}
+
+// TestDeleteRefusesUnsavedLogin: `profile delete` of a profile that holds a
+// login no snapshot has (the mark `profile open` sets) is refused without
+// --force, as `profile restore` over it is, and the profile stays; after a
+// snapshot, or with --force, it is deleted.
+func TestDeleteRefusesUnsavedLogin(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		snapshot bool
+		args     []string
+		wantCode int
+	}{
+		{"refused", false, nil, errcode.ExitUsage},
+		{"refused with snapshots", false, []string{"--with-snapshots"}, errcode.ExitUsage},
+		{"--force", false, []string{"--force"}, 0},
+		{"snapshotted first", true, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := cliEnv(t)
+			if code, _, errOut := runDirector(t, "--home", home, "profile", "create", "work"); code != 0 {
+				t.Fatal(errOut)
+			}
+			db, err := catalog.Open(context.Background(), filepath.Join(home, "director.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.SetUnsaved(context.Background(), "work", time.Now())
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.snapshot {
+				if code, _, errOut := runDirector(t, "--home", home, "profile", "snapshot", "work"); code != 0 {
+					t.Fatal(errOut)
+				}
+			}
+			code, out, _ := runDirector(t, append([]string{"--home", home, "--json", "profile", "delete", "work"}, tc.args...)...)
+			_, statErr := os.Stat(filepath.Join(home, "browser-profiles", "work"))
+			if code != tc.wantCode || (statErr == nil) != (tc.wantCode != 0) {
+				t.Fatalf("exit %d (want %d), profile kept %v: %s", code, tc.wantCode, statErr == nil, out)
+			}
+			if tc.wantCode != 0 {
+				e := decodeJSON(t, out)["error"].(map[string]any)
+				if e["code"] != string(errcode.InvalidInput) || !strings.Contains(e["hint"].(string), "profile snapshot work") || !strings.Contains(e["hint"].(string), "--force") {
+					t.Errorf("error %v", e)
+				}
 			}
 		})
 	}
