@@ -158,8 +158,9 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 
 // tooLarge explains a snapshot whose archive grew past MaxSize: how big
 // the profile is, and a --max-size that holds its archive even if nothing
-// in it compresses (its size on disk, plus 1% and 1 MiB for the tar
-// headers, zstd's and age's framing, rounded up to a MiB). It wraps
+// in it compresses (its size on disk, plus 1% and 2 MiB for the tar
+// headers, zstd's and age's framing, rounded down to a MiB, which still
+// leaves more than 1 MiB of that room). It wraps
 // storage.ErrTooLarge.
 func (m *Manager) tooLarge(name string) error {
 	onDisk := dirSize(m.Dir(name))
