@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,7 +145,7 @@ func runWorkflow(c *cli.Context) error {
 		// summary, the JSON's notes), not on stderr: a cron job under
 		// --quiet would mail it on every run.
 		notes = append(notes, fmt.Sprintf("--cdp-url: the remote browser keeps its own profile; not restoring or snapshotting %s", w.Profile))
-		g.Log.Info("the remote browser keeps its own profile; not restoring or snapshotting", "profile", w.Profile, "cdp_url", cdpURL)
+		g.Log.Info("the remote browser keeps its own profile; not restoring or snapshotting", "profile", w.Profile, "cdp_url", urlForLog(cdpURL))
 		w.Restore, w.Snapshot = workflows.RestoreNone, workflows.SnapshotNever
 	}
 
@@ -262,13 +263,42 @@ const cdpURLHint = "give the browser's DevTools address, such as http://127.0.0.
 func checkCDPURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" || u.Hostname() == "" {
-		return errcode.New(errcode.InvalidInput, "--cdp-url %q is not a URL with a host", s).WithHint("%s", cdpURLHint)
+		return errcode.New(errcode.InvalidInput, "--cdp-url %s is not a URL with a host", urlForLog(s)).WithHint("%s", cdpURLHint)
 	}
 	switch u.Scheme {
 	case "http", "https", "ws", "wss":
 		return nil
 	}
-	return errcode.New(errcode.InvalidInput, "--cdp-url %q: the scheme must be http, https, ws or wss", s).WithHint("%s", cdpURLHint)
+	return errcode.New(errcode.InvalidInput, "--cdp-url %s: the scheme must be http, https, ws or wss", urlForLog(s)).WithHint("%s", cdpURLHint)
+}
+
+// urlForLog is a URL as director may print or log it: a hosted browser's
+// DevTools address can carry a token in its query or user part, so those
+// are shown as "…"; a URL that does not parse is not shown at all.
+func urlForLog(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	out := ""
+	if u.Scheme != "" {
+		out = u.Scheme + ":"
+	}
+	if u.Host != "" || u.User != nil {
+		out += "//"
+		if u.User != nil {
+			out += "…@"
+		}
+		out += u.Host
+	}
+	out += u.EscapedPath()
+	if u.Opaque != "" {
+		out += "…"
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		out += "?…"
+	}
+	return strconv.Quote(out)
 }
 
 // prepareArtifactsDir makes sure --artifacts names a directory director can

@@ -416,3 +416,26 @@ func TestHintCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestURLForLog: a --cdp-url is printed and logged without its query or
+// user part, where a hosted browser's token sits; a refused one too.
+func TestURLForLog(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"ws://127.0.0.1:9222/devtools/browser/ab-12", `"ws://127.0.0.1:9222/devtools/browser/ab-12"`},
+		{"wss://chrome.example.com/?token=SECRET", `"wss://chrome.example.com/?…"`},
+		{"https://user:SECRET@chrome.example.com:443/json", `"https://…@chrome.example.com:443/json"`},
+		{"notaurl", `"notaurl"`},
+		{"mailto:SECRET", `"mailto:…"`},
+		{"http://[::1", "(a URL that does not parse)"},
+	} {
+		if got := urlForLog(c.in); got != c.want {
+			t.Errorf("urlForLog(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	home := cliEnv(t)
+	wf := writeWF(t, t.TempDir(), "wf.yaml", "name: x\nprofile: work\nsteps:\n  - navigate: http://127.0.0.1:9/\n")
+	code, out, errOut := runDirector(t, "--home", home, "--json", "run", wf, "--cdp-url", "ftp://u:SECRET@127.0.0.1:9222/x?token=SECRET")
+	if code != 2 || strings.Contains(out+errOut, "SECRET") || !strings.Contains(out, "scheme must be") {
+		t.Errorf("exit %d: %s %s", code, out, errOut)
+	}
+}
