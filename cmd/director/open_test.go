@@ -459,6 +459,11 @@ func TestProfileOpenRefusesUnencryptedSnapshotFirst(t *testing.T) {
 // snapshotted. The signal goes to this test process, which listens for
 // stopSignals as main does.
 func TestProfileOpenSurvivesClosedTerminal(t *testing.T) {
+	if signal.Ignored(syscall.SIGHUP) {
+		// Ignored, SIGHUP stays ignored (stopSignals), and the test would
+		// wait out its deadline for an open that never hears it.
+		t.Fatal("SIGHUP is ignored in this test process (run under nohup?); this test sends it: run the tests without nohup")
+	}
 	needChrome(t)
 	site := testsite.New(t)
 	home := cliEnv(t)
