@@ -32,6 +32,57 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// mainProc is director's main running in a process of its own: this test
+// binary, run again with DIRECTOR_TEST_MAIN=1 (see TestMain).
+type mainProc struct {
+	*exec.Cmd
+	exited chan struct{}
+	guard  <-chan time.Time // the hang guard: never reached unless director hangs
+	output func() string    // what director printed, for the failure messages
+}
+
+// startMain starts cmd (its arguments, stdin and outputs set by the caller)
+// as director's main, with env added to the environment, and kills it when
+// the test ends.
+func startMain(t *testing.T, cmd *exec.Cmd, output func() string, env ...string) *mainProc {
+	t.Helper()
+	cmd.Env = append(append(os.Environ(), "DIRECTOR_TEST_MAIN=1"), env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &mainProc{Cmd: cmd, exited: make(chan struct{}), guard: time.After(2 * time.Minute), output: output}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.exited
+	})
+	return p
+}
+
+// waitFor waits for ch, failing the test if director exits or hangs first.
+func (p *mainProc) waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-p.exited:
+		t.Fatalf("director exited before %s: %s", what, p.output())
+	case <-p.guard:
+		t.Fatalf("director hangs before %s: %s", what, p.output())
+	}
+}
+
+// exitCode waits for director to exit after what, failing the test if it
+// hangs, and returns its exit code.
+func (p *mainProc) exitCode(t *testing.T, after string) int {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-p.guard:
+		t.Fatalf("director still runs after %s", after)
+	}
+	return p.ProcessState.ExitCode()
+}
+
 // hungStore listens on 127.0.0.1 and accepts connections but never answers,
 // as an S3 server that stopped. It sends on requested when a request
 // arrives on a connection, and on closed when the client closes one (a
@@ -96,49 +147,22 @@ func TestSecondInterruptQuitsAtOnce(t *testing.T) {
 				args = append(args, "--json")
 			}
 			cmd := exec.Command(os.Args[0], append(args, "profile", "snapshot", "work")...)
-			cmd.Env = append(os.Environ(), "DIRECTOR_TEST_MAIN=1", "AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=secret-key")
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan struct{})
-			var waitErr error
-			go func() { waitErr = cmd.Wait(); close(exited) }()
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				<-exited
-			})
-			// The hang guard: never reached unless director hangs.
-			guard := time.After(2 * time.Minute)
-			wait := func(ch <-chan struct{}, what string) {
-				t.Helper()
-				select {
-				case <-ch:
-				case <-exited:
-					t.Fatalf("director exited before %s: %v\n%s%s", what, waitErr, stdout.String(), stderr.String())
-				case <-guard:
-					t.Fatalf("director hangs before %s", what)
-				}
-			}
-			wait(requested, "calling the store")
+			p := startMain(t, cmd, func() string { return stdout.String() + stderr.String() }, "AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=secret-key")
+			p.waitFor(t, requested, "calling the store")
 			if err := cmd.Process.Signal(c.sig); err != nil {
 				t.Fatal(err)
 			}
 			// The first signal cancels the call, which closes its
 			// connection; cleaning up then hangs on the store (up to a
 			// 30 s bound of its own).
-			wait(closed, "the call was cancelled")
+			p.waitFor(t, closed, "the call was cancelled")
 			if err := cmd.Process.Signal(c.sig); err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case <-exited:
-			case <-guard:
-				t.Fatalf("director still runs after a second %s", c.sig)
-			}
-			if code := cmd.ProcessState.ExitCode(); code != 1 {
-				t.Errorf("exit %d (%v), want 1", code, waitErr)
+			if code := p.exitCode(t, "a second "+c.sig.String()); code != 1 {
+				t.Errorf("exit %d, want 1: %s", code, p.output())
 			}
 			if c.json {
 				var got errorJSON
@@ -193,43 +217,18 @@ steps:
 	addr, requested, closed := hungStore(t)
 	cmd := exec.Command(os.Args[0], "--home", home, "--store", "s3://bucket/p?endpoint="+addr+"&insecure=true",
 		"--store-call-timeout", "1h", "--store-idle-timeout", "1h", "--insecure-no-encryption", "run", wf)
-	cmd.Env = append(os.Environ(), "DIRECTOR_TEST_MAIN=1", "AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=secret-key")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	guard := time.After(2 * time.Minute) // the hang guard, never reached otherwise
-	wait := func(ch <-chan struct{}, what string) {
-		t.Helper()
-		select {
-		case <-ch:
-		case <-exited:
-			t.Fatalf("director exited before %s: %s", what, stderr.String())
-		case <-guard:
-			t.Fatalf("director hangs before %s", what)
-		}
-	}
-	wait(requested, "the snapshot called the store") // the login check has passed
+	p := startMain(t, cmd, stderr.String, "AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=secret-key")
+	p.waitFor(t, requested, "the snapshot called the store") // the login check has passed
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	wait(closed, "the call was cancelled")
+	p.waitFor(t, closed, "the call was cancelled")
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-exited:
-	case <-guard:
-		t.Fatal("director still runs after a second SIGTERM")
-	}
-	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "interrupted again") {
+	if code := p.exitCode(t, "a second SIGTERM"); code != 1 || !strings.Contains(stderr.String(), "interrupted again") {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	cat, err := catalog.Open(context.Background(), filepath.Join(home, "director.db"))
@@ -237,9 +236,9 @@ steps:
 		t.Fatal(err)
 	}
 	defer cat.Close()
-	p, err := cat.GetProfile(context.Background(), "work")
-	if err != nil || p.UnsavedSince.IsZero() {
-		t.Errorf("profile row %+v, %v: want the proven login marked as unsaved", p, err)
+	row, err := cat.GetProfile(context.Background(), "work")
+	if err != nil || row.UnsavedSince.IsZero() {
+		t.Errorf("profile row %+v, %v: want the proven login marked as unsaved", row, err)
 	}
 }
 
@@ -281,25 +280,10 @@ func TestProfileOpenSnapshotKeepsIgnoredSignals(t *testing.T) {
 		"--home", home, "--store", "s3://bucket/p?endpoint="+addr+"&insecure=true",
 		"--store-call-timeout", "1h", "--store-idle-timeout", "1h", "--insecure-no-encryption",
 		"profile", "open", "work", "--headless", "--snapshot") // stdin /dev/null: closed at once
-	cmd.Env = append(os.Environ(), "DIRECTOR_TEST_MAIN=1", "AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=secret-key")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	select { // the snapshot has started: Chrome is closed
-	case <-requested:
-	case <-exited:
-		t.Fatalf("director exited before it snapshotted: %s", stderr.String())
-	case <-time.After(2 * time.Minute): // the hang guard, never reached otherwise
-		t.Fatalf("no snapshot: %s", stderr.String())
-	}
+	p := startMain(t, cmd, stderr.String, "AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=secret-key")
+	p.waitFor(t, requested, "it snapshotted") // Chrome is closed
 	if !sigIgnored(t, cmd.Process.Pid, syscall.SIGINT) {
 		t.Errorf("SIGINT is no longer ignored while profile open snapshots")
 	}

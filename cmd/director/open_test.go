@@ -747,7 +747,6 @@ func TestProfileOpenQuitKeepsUnsavedMark(t *testing.T) {
 		t.Fatalf("snapshot: %d %s", code, errOut)
 	}
 	cmd := exec.Command(os.Args[0], "--home", home, "profile", "open", "work", "--headless", "--close-timeout", "1h")
-	cmd.Env = append(os.Environ(), "DIRECTOR_TEST_MAIN=1")
 	stdin, err := cmd.StdinPipe() // kept open: no Enter
 	if err != nil {
 		t.Fatal(err)
@@ -756,31 +755,14 @@ func TestProfileOpenQuitKeepsUnsavedMark(t *testing.T) {
 	prompt := &signalWriter{want: "Press Enter", ready: make(chan struct{})}
 	closing := &signalWriter{want: "closing Chrome", ready: make(chan struct{})}
 	cmd.Stderr = io.MultiWriter(prompt, closing)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
 	chrome := 0
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
+	t.Cleanup(func() { // after director's end (cleanups run last first)
 		if chrome != 0 {
 			_ = syscall.Kill(-chrome, syscall.SIGKILL) // its own process group
 		}
 	})
-	guard := time.After(2 * time.Minute) // the hang guard, never reached otherwise
-	wait := func(ch <-chan struct{}, what string) {
-		t.Helper()
-		select {
-		case <-ch:
-		case <-exited:
-			t.Fatalf("director exited before %s: %s", what, prompt.String())
-		case <-guard:
-			t.Fatalf("no %s: %s", what, prompt.String())
-		}
-	}
-	wait(prompt.ready, "prompt")
+	p := startMain(t, cmd, prompt.String)
+	p.waitFor(t, prompt.ready, "the prompt")
 	if chrome = chromeOf(cmd.Process.Pid, dir); chrome == 0 {
 		t.Fatal("no Chrome process on the profile")
 	}
@@ -790,23 +772,18 @@ func TestProfileOpenQuitKeepsUnsavedMark(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	wait(closing.ready, "closing Chrome")
+	p.waitFor(t, closing.ready, "closing Chrome")
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-exited:
-	case <-guard:
-		t.Fatal("director still runs after a second SIGTERM")
-	}
-	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(prompt.String(), "interrupted again") {
+	if code := p.exitCode(t, "a second SIGTERM"); code != 1 || !strings.Contains(prompt.String(), "interrupted again") {
 		t.Fatalf("exit %d: %s", code, prompt.String())
 	}
 	// Chrome goes before the restore below, which refuses a live one.
 	_ = syscall.Kill(-chrome, syscall.SIGKILL)
 	for _, inUse, _ := launcher.ProfileInUse(dir); inUse; _, inUse, _ = launcher.ProfileInUse(dir) {
 		select {
-		case <-guard:
+		case <-p.guard:
 			t.Fatal("Chrome still runs on the profile")
 		case <-time.After(20 * time.Millisecond):
 		}
