@@ -164,17 +164,8 @@ func TestProfileOpenSnapshot(t *testing.T) {
 				}
 			}
 			// The cookie the page set is in the profile.
-			b, err := launcher.Launch(ctx, launcher.Options{UserDataDir: dir, Headless: true, KeepSessionCookies: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close(ctx)
-			if err := chromedp.Do(b.Context(), chromedp.Navigate(site.At("/cookies"))); err != nil {
-				t.Fatal(err)
-			}
-			got, err := chromedp.Run(b.Context(), chromedp.Text("#cookies"))
-			if err != nil || !strings.Contains(got, `"opened":"yes"`) {
-				t.Errorf("cookies after open: %q %v", got, err)
+			if got := siteCookies(t, ctx, dir, site.At("/cookies")); !strings.Contains(got, `"opened":"yes"`) {
+				t.Errorf("cookies after open: %q", got)
 			}
 		})
 	}
@@ -491,17 +482,29 @@ func TestProfileOpenSurvivesClosedTerminal(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	dir := filepath.Join(home, "browser-profiles", "work")
-	b, err := launcher.Launch(tctx, launcher.Options{UserDataDir: dir, Headless: true, KeepSessionCookies: true})
+	if got := siteCookies(t, tctx, dir, site.At("/cookies")); !strings.Contains(got, `"opened":"yes"`) {
+		t.Errorf("cookies after the terminal closed: %q", got)
+	}
+}
+
+// siteCookies starts Chromium on the profile dir (session cookies kept),
+// opens the test site's cookies page at u and returns what it shows: the
+// cookies the profile holds for the site, as JSON.
+func siteCookies(t *testing.T, ctx context.Context, dir, u string) string {
+	t.Helper()
+	b, err := launcher.Launch(ctx, launcher.Options{UserDataDir: dir, Headless: true, KeepSessionCookies: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close(tctx)
-	if err := chromedp.Do(b.Context(), chromedp.Navigate(site.At("/cookies"))); err != nil {
+	defer b.Close(ctx)
+	if err := chromedp.Do(b.Context(), chromedp.Navigate(u)); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := chromedp.Run(b.Context(), chromedp.Text("#cookies")); err != nil || !strings.Contains(got, `"opened":"yes"`) {
-		t.Errorf("cookies after the terminal closed: %q %v", got, err)
+	got, err := chromedp.Run(b.Context(), chromedp.Text("#cookies"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	return got
 }
 
 // TestProfileOpenChecksURL: a --url Chrome cannot open is refused before
