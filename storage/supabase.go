@@ -545,8 +545,16 @@ type listRequest struct {
 
 const listPage = 1000
 
+// listOverlap is how many entries of the page before a list call asks for
+// again: the one it ended with proves that no entry was skipped between the
+// two pages (see List).
+const listOverlap = 100
+
 // List walks the folders under the prefix: the list endpoint returns one
-// folder level (folders have a null id), paged by limit and offset.
+// folder level (folders have a null id), paged by limit and offset. Pages
+// overlap, so that objects deleted during the listing (a prune on another
+// machine) cannot make it step over others: every object present from the
+// listing's start to its end is listed once.
 func (s *supabaseStore) List(ctx context.Context, prefix string) ([]Object, error) {
 	if err := validatePrefix(prefix); err != nil {
 		return nil, err
@@ -569,7 +577,17 @@ func (s *supabaseStore) List(ctx context.Context, prefix string) ([]Object, erro
 	objs := []Object{}
 	var walk func(folder, search string) error
 	walk = func(folder, search string) error {
-		for offset := 0; ; offset += listPage {
+		// seen holds the entries of this folder already taken, by name and
+		// kind: a folder and an object may share a name.
+		seen := map[string]bool{}
+		entry := func(f storage_go.FileObject) string {
+			if f.Id == "" {
+				return f.Name + "/"
+			}
+			return f.Name
+		}
+		stale := 0 // full pages in a row that brought nothing new
+		for offset := 0; ; {
 			var page []storage_go.FileObject
 			err := s.opts.Retry.do(ctx, s.opts.Log, what, s.opts.CallTimeout, func(ctx context.Context) error {
 				req := listRequest{ListFileRequestBody: storage_go.ListFileRequestBody{
@@ -591,7 +609,23 @@ func (s *supabaseStore) List(ctx context.Context, prefix string) ([]Object, erro
 			if err != nil {
 				return err
 			}
+			if offset > 0 && (len(page) == 0 || !seen[entry(page[0])]) {
+				// A later page starts listOverlap entries before where the
+				// one before it ended, so its first entry is one already
+				// taken, unless entries before it were deleted meanwhile (a
+				// prune elsewhere) and the folder moved left past it: then
+				// the entries in between were never returned. Go back a
+				// page and look again; offset 0 always holds.
+				offset = max(0, offset-listPage)
+				continue
+			}
+			fresh := false
 			for _, f := range page {
+				if seen[entry(f)] {
+					continue
+				}
+				seen[entry(f)] = true
+				fresh = true
 				p := f.Name
 				if folder != "" {
 					p = folder + "/" + f.Name
@@ -612,6 +646,13 @@ func (s *supabaseStore) List(ctx context.Context, prefix string) ([]Object, erro
 			if len(page) < listPage {
 				return nil
 			}
+			if stale++; fresh {
+				stale = 0
+			} else if stale == 3 {
+				return errcode.New(errcode.StorageUnavailable, "%s: the listing of %q does not advance: three full pages brought no new object", what, folder).
+					WithHint("the service ignores the list call's offset; check that SUPABASE_URL names a Supabase Storage service")
+			}
+			offset += len(page) - listOverlap
 		}
 	}
 	if err := walk(folder, search); err != nil {

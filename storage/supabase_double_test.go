@@ -62,6 +62,9 @@ type supabaseDouble struct {
 	// Content-Length says so, or once a streamed body passes the limit,
 	// without reading the rest.
 	maxUpload int64
+	// ignoreOffset answers every list call from the folder's start, as a
+	// service that does not implement paging would.
+	ignoreOffset bool
 
 	mu        sync.Mutex
 	buckets   map[string]bool
@@ -374,10 +377,17 @@ func (d *supabaseDouble) list(w http.ResponseWriter, r *http.Request, bucket str
 		}
 		first, _, isFolder := strings.Cut(rest, "/")
 		// search is an ILIKE 'search%' on the entry name.
-		if !strings.HasPrefix(strings.ToLower(first), strings.ToLower(body.Search)) || seen[first] {
+		// An object and a folder may share a name ("x" and "x/y"): the
+		// service returns both, the object first (storage.search seeks past
+		// "x" to "x/", then finds the folder).
+		kind := first
+		if isFolder {
+			kind += "/"
+		}
+		if !strings.HasPrefix(strings.ToLower(first), strings.ToLower(body.Search)) || seen[kind] {
 			continue
 		}
-		seen[first] = true
+		seen[kind] = true
 		if isFolder {
 			out = append(out, entry{Name: first})
 			continue
@@ -393,9 +403,17 @@ func (d *supabaseDouble) list(w http.ResponseWriter, r *http.Request, bucket str
 		d.errorBody(w, http.StatusNotFound, "Bucket not found", "Bucket not found")
 		return
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].ID != nil // the object before the folder of its name
+	})
 	if body.SortBy.Order == "desc" {
 		sort.Slice(out, func(i, j int) bool { return out[i].Name > out[j].Name })
+	}
+	if d.ignoreOffset {
+		body.Offset = 0
 	}
 	if body.Offset < len(out) {
 		out = out[body.Offset:]

@@ -367,3 +367,103 @@ func TestSupabaseCheckSaysItCreatedTheBucket(t *testing.T) {
 		}
 	}
 }
+
+// TestSupabaseListSurvivesDeletesBetweenPages: the list endpoint pages by
+// offset, so objects deleted before the listing's position (by a prune on
+// another machine) move the rest of the folder left, and a plain next
+// offset would step over as many objects as were deleted. The listing must
+// still return every object that was there from start to end, once.
+func TestSupabaseListSurvivesDeletesBetweenPages(t *testing.T) {
+	const n = 3100
+	for _, tt := range []struct {
+		name       string
+		beforeCall int // the list call before which the objects go
+		from, to   int // work-<from> up to, not including, work-<to>
+	}{
+		{"a few from the first page", 2, 10, 60},
+		{"more than the overlap", 2, 100, 400},
+		{"the whole first page", 2, 0, 1000},
+		{"two pages' worth", 2, 0, 2000},
+		{"from the second page, before the third call", 3, 1200, 1700},
+		{"after the position: nothing is skipped either way", 2, 2500, 2600},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newSupabaseDouble(t)
+			d.seed(DefaultSupabaseBucket, "work", n)
+			calls := 0
+			d.fail = func(r *http.Request) int {
+				if !strings.Contains(r.URL.Path, "/object/list/") {
+					return 0
+				}
+				calls++
+				if calls == tt.beforeCall {
+					d.mu.Lock()
+					for i := tt.from; i < tt.to; i++ {
+						delete(d.objects[DefaultSupabaseBucket], fmt.Sprintf("work/work-%05d", i))
+					}
+					d.mu.Unlock()
+				}
+				return 0
+			}
+			s := mustOpen(t, "supabase://", d.opts())
+			objs, err := s.List(context.Background(), "work/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed := map[string]int{}
+			for _, o := range objs {
+				listed[o.Key]++
+			}
+			missing := 0
+			for i := range n {
+				key := fmt.Sprintf("work/work-%05d", i)
+				stayed := i < tt.from || i >= tt.to
+				switch c := listed[key]; {
+				case c > 1:
+					t.Errorf("%s listed %d times", key, c)
+				case c == 0 && stayed:
+					missing++
+				}
+			}
+			if missing > 0 {
+				t.Fatalf("%d of the objects that stayed were not listed (listed %d)", missing, len(objs))
+			}
+		})
+	}
+}
+
+// TestSupabaseListFolderAndObjectOfOneName: "work/x" can be an object and
+// the folder of "work/x/y" at once; the listing returns them as two
+// entries named "x", and both objects are listed.
+func TestSupabaseListFolderAndObjectOfOneName(t *testing.T) {
+	d := newSupabaseDouble(t)
+	s := mustOpen(t, "supabase://", d.opts())
+	for _, k := range []string{"work/x", "work/x/y", "work/z"} {
+		put(t, s, k, "x")
+	}
+	objs, err := s.List(context.Background(), "work/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range objs {
+		got = append(got, o.Key)
+	}
+	if want := []string{"work/x", "work/x/y", "work/z"}; !slices.Equal(got, want) {
+		t.Fatalf("listed %q, want %q", got, want)
+	}
+}
+
+// TestSupabaseListThatDoesNotAdvance: a service that ignores the list
+// call's offset returns the first page again and again; the listing fails
+// with storage_unavailable instead of looping forever.
+func TestSupabaseListThatDoesNotAdvance(t *testing.T) {
+	d := newSupabaseDouble(t)
+	d.seed(DefaultSupabaseBucket, "work", 2500)
+	d.ignoreOffset = true
+	s := mustOpen(t, "supabase://", d.opts())
+	_, err := s.List(context.Background(), "work/")
+	if errcode.Of(err) != errcode.StorageUnavailable || !strings.Contains(err.Error(), "does not advance") {
+		t.Fatalf("List = %v, want storage_unavailable: does not advance", err)
+	}
+}
