@@ -3,8 +3,13 @@ package profiles
 import (
 	"context"
 	"io"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"director/errcode"
 )
 
 // recordingProgress is a Progress that records the phases it is told.
@@ -34,5 +39,36 @@ func TestRestoreTellsProgressWhatFollowsTheDownload(t *testing.T) {
 	}
 	if want := []string{"syncing to disk", "removing the old profile"}; !slices.Equal(phases, want) {
 		t.Errorf("phases %q, want %q", phases, want)
+	}
+}
+
+// A restore refused once its archive has been read (an --archive file older
+// than a login the profile holds that no snapshot has) reports no phase: it
+// said "syncing to disk" and then refused, which left a user watching the
+// sync of a profile that was never going to be swapped in.
+func TestRefusedRestoreClaimsNoPhase(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("work"), "x")
+	res, err := m.Snapshot(ctx, "work", SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(filepath.Dir(m.Root), "snapshots", filepath.FromSlash(res.ObjectKey))
+	m.Now = func() time.Time { return time.Now().Add(time.Minute) } // a login after the snapshot
+	if err := m.MarkUnsaved(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	m.NewProgress = func(string, int64) Progress { return recordingProgress{&phases} }
+	_, err = m.Restore(ctx, "work", "", RestoreOptions{Archive: archive})
+	if errcode.Of(err) != errcode.InvalidInput || !strings.Contains(err.Error(), "no snapshot has") {
+		t.Fatalf("restore of an older --archive over an unsaved login: %v, want it refused", err)
+	}
+	if len(phases) != 0 {
+		t.Errorf("a refused restore reported phases %q", phases)
 	}
 }

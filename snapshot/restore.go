@@ -16,16 +16,17 @@ import (
 // RestoreOptions configures Restore.
 type RestoreOptions struct {
 	ExtractOptions
-	// BeforeSwap, if set, runs after the archive has been extracted, checked
-	// against its manifest and synced to disk, and before the swap. An error
-	// aborts the restore and leaves the old profile untouched: the caller
-	// checks the outer archive's hash here (the stream has been read to its
-	// end), or the Chrome version.
+	// BeforeSwap, if set, runs after the archive has been extracted and
+	// checked against its manifest, and before it is synced to disk and
+	// swapped in. An error aborts the restore and leaves the old profile
+	// untouched: the caller checks the outer archive's hash here (the stream
+	// has been read to its end), or the Chrome version.
 	BeforeSwap func(m *Manifest) error
 	// Status, if set, is told what Restore does once the archive has been
-	// read, since a progress bar of the download then stands at its end:
-	// "syncing to disk", and "removing the old profile" after the swap.
-	// Both take seconds for a large profile.
+	// read and BeforeSwap has accepted it, since a progress bar of the
+	// download then stands at its end: "syncing to disk", and "removing the
+	// old profile" after the swap. Both take seconds for a large profile. A
+	// restore that BeforeSwap refuses reports no phase.
 	Status func(phase string)
 }
 
@@ -83,14 +84,16 @@ func Restore(ctx context.Context, r io.Reader, profileDir string, opts RestoreOp
 	if err != nil {
 		return nil, err
 	}
-	opts.status("syncing to disk")
-	if err := syncTree(tmp); err != nil {
-		return nil, internal(err, "syncing the restored profile to disk")
-	}
+	// The caller's checks come before the sync, so that a restore they
+	// refuse never said it was syncing (and does not wait for it).
 	if opts.BeforeSwap != nil {
 		if err := opts.BeforeSwap(m); err != nil {
 			return nil, err
 		}
+	}
+	opts.status("syncing to disk")
+	if err := syncTree(tmp); err != nil {
+		return nil, internal(err, "syncing the restored profile to disk")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, ctxErr(err, "restore")

@@ -111,20 +111,24 @@ func TestWriterSinkStopsAfterFailure(t *testing.T) {
 // Once the archive has been read, Restore says what it still does (a
 // progress bar of the download stands at 100% meanwhile): syncing to disk,
 // then, after the swap, removing the old profile when there was one; and
-// nothing when it fails before.
+// nothing when it fails before, or when BeforeSwap refuses the archive (it
+// said "syncing to disk" and then refused).
 func TestRestoreReportsPhasesAfterReading(t *testing.T) {
 	src := t.TempDir()
 	writeTree(t, src, profileTree())
 	_, arc := createArchive(t, src, CreateOptions{})
+	refuse := func(*Manifest) error { return errcode.New(errcode.InvalidInput, "refused") }
 	for _, c := range []struct {
-		name    string
-		old     bool
-		archive []byte
-		want    []string
+		name       string
+		old        bool
+		archive    []byte
+		beforeSwap func(*Manifest) error
+		want       []string
 	}{
-		{"new profile", false, arc, []string{"syncing to disk"}},
-		{"over an old profile", true, arc, []string{"syncing to disk", "removing the old profile"}},
-		{"truncated archive", true, arc[:len(arc)/2], nil},
+		{"new profile", false, arc, nil, []string{"syncing to disk"}},
+		{"over an old profile", true, arc, nil, []string{"syncing to disk", "removing the old profile"}},
+		{"truncated archive", true, arc[:len(arc)/2], nil, nil},
+		{"refused before the swap", true, arc, refuse, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "p")
@@ -132,7 +136,10 @@ func TestRestoreReportsPhasesAfterReading(t *testing.T) {
 				writeTree(t, dst, map[string]string{"Local State": "{}"})
 			}
 			var got []string
-			_, err := Restore(context.Background(), bytes.NewReader(c.archive), dst, RestoreOptions{Status: func(p string) { got = append(got, p) }})
+			_, err := Restore(context.Background(), bytes.NewReader(c.archive), dst, RestoreOptions{
+				BeforeSwap: c.beforeSwap,
+				Status:     func(p string) { got = append(got, p) },
+			})
 			if (err != nil) != (c.want == nil) {
 				t.Fatalf("Restore: %v", err)
 			}
