@@ -28,7 +28,8 @@ import (
 	"director/storage"
 )
 
-// DefaultMaxSize bounds an archive's size (the reference design's 500 MB cap).
+// DefaultMaxSize bounds an archive's size: 500 MiB (the reference design's
+// 500 MB cap, read as binary).
 const DefaultMaxSize int64 = 500 << 20
 
 // DefaultLockWait is how long a CLI call waits for another one on the same

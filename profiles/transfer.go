@@ -18,6 +18,7 @@ import (
 	"director/catalog"
 	"director/encrypt"
 	"director/errcode"
+	"director/internal/bytesize"
 	"director/snapshot"
 	"director/storage"
 )
@@ -160,15 +161,15 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 // the profile is, and a --max-size that holds its archive even if nothing
 // in it compresses (its size on disk, plus 1% and 2 MiB for the tar
 // headers, zstd's and age's framing, rounded down to a MiB, which still
-// leaves more than 1 MiB of that room). It wraps
-// storage.ErrTooLarge.
+// leaves more than 1 MiB of that room), written as bytesize.Format writes
+// it (rounded up). It wraps storage.ErrTooLarge.
 func (m *Manager) tooLarge(name string) error {
 	onDisk := dirSize(m.Dir(name))
 	enough := (onDisk + onDisk/100 + 2<<20) &^ (1<<20 - 1)
 	return errcode.Hinted(storage.ErrTooLarge, errcode.InvalidInput,
-		fmt.Sprintf("the profile holds %s on disk; set --max-size (or DIRECTOR_MAX_SIZE) to %d bytes or more, here and on every machine that restores it, or leave big files out with --exclude GLOB",
-			sizeText(onDisk), enough),
-		"snapshot of %q: the archive is larger than --max-size, %d bytes (%s)", name, m.maxSize(), sizeText(m.maxSize()))
+		fmt.Sprintf("the profile holds %s on disk; set --max-size (or DIRECTOR_MAX_SIZE) to %s or more, here and on every machine that restores it, or leave big files out with --exclude GLOB",
+			sizeText(onDisk), bytesize.Format(enough)),
+		"snapshot of %q: the archive is larger than --max-size, %s", name, bytesize.Exact(m.maxSize()))
 }
 
 // sizeText is n bytes in GiB, MiB or KiB, one decimal.
@@ -474,9 +475,9 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 			}
 		}
 		if row.ArchiveSize > maxSize {
-			return nil, errcode.New(errcode.UnsafeArchive, "snapshot %s is %d bytes (%s), over the --max-size limit of %d bytes (%s)",
-				row.ID, row.ArchiveSize, sizeText(row.ArchiveSize), maxSize, sizeText(maxSize)).
-				WithHint("if you trust this snapshot, set --max-size (or DIRECTOR_MAX_SIZE) to %d bytes or more", row.ArchiveSize)
+			return nil, errcode.New(errcode.UnsafeArchive, "snapshot %s is %d bytes (%s), over the --max-size limit of %s",
+				row.ID, row.ArchiveSize, sizeText(row.ArchiveSize), bytesize.Exact(maxSize)).
+				WithHint("if you trust this snapshot, set --max-size (or DIRECTOR_MAX_SIZE) to %s or more", bytesize.Format(row.ArchiveSize))
 		}
 		rc, obj, err := m.Store.Get(ctx, row.ObjectKey)
 		if err != nil {
@@ -487,8 +488,8 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 	}
 	defer src.Close()
 	if size > maxSize {
-		return nil, errcode.New(errcode.UnsafeArchive, "archive is %d bytes (%s), over the --max-size limit of %d bytes (%s)", size, sizeText(size), maxSize, sizeText(maxSize)).
-			WithHint("if you trust this archive, set --max-size (or DIRECTOR_MAX_SIZE) to %d bytes or more", size)
+		return nil, errcode.New(errcode.UnsafeArchive, "archive is %d bytes (%s), over the --max-size limit of %s", size, sizeText(size), bytesize.Exact(maxSize)).
+			WithHint("if you trust this archive, set --max-size (or DIRECTOR_MAX_SIZE) to %s or more", bytesize.Format(size))
 	}
 
 	hr := newHashingReader(src)

@@ -18,6 +18,7 @@ import (
 	"director/catalog"
 	"director/encrypt"
 	"director/errcode"
+	"director/internal/bytesize"
 	"director/internal/progress"
 	"director/launcher"
 	"director/profiles"
@@ -53,9 +54,9 @@ func newManager(c *cli.Context) (*profiles.Manager, error) {
 func newManagerFor(c *cli.Context, readOnly bool) (*profiles.Manager, error) {
 	g := getGlobals(c)
 	ctx := c.Context
-	if n := c.Int64("max-size"); n <= 0 {
-		return nil, errcode.New(errcode.InvalidInput, "--max-size must be a positive number of bytes, not %d", n).
-			WithHint("the default is %d (500 MiB); DIRECTOR_MAX_SIZE sets it too", profiles.DefaultMaxSize)
+	maxSize, err := sizeSetting(c, "max-size", "DIRECTOR_MAX_SIZE", profiles.DefaultMaxSize)
+	if err != nil {
+		return nil, err
 	}
 	open := openCatalog
 	if readOnly {
@@ -70,7 +71,7 @@ func newManagerFor(c *cli.Context, readOnly bool) (*profiles.Manager, error) {
 		Catalog:              cat,
 		Log:                  g.Log,
 		InsecureNoEncryption: c.Bool("insecure-no-encryption"),
-		MaxSize:              c.Int64("max-size"),
+		MaxSize:              maxSize,
 		ChromeVersion: func(ctx context.Context) (string, error) {
 			path, err := launcher.Find(c.String("chrome"))
 			v := ""
@@ -473,10 +474,33 @@ func excludesFrom(c *cli.Context) []string {
 // managerFlags are global flags that tune profile transfers.
 func managerFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.Int64Flag{Name: "max-size", EnvVars: []string{"DIRECTOR_MAX_SIZE"}, Value: profiles.DefaultMaxSize, Usage: "largest archive, in `BYTES`, to store or restore"},
+		&cli.StringFlag{Name: "max-size", EnvVars: []string{"DIRECTOR_MAX_SIZE"}, Value: bytesize.Exact(profiles.DefaultMaxSize),
+			Usage: "largest archive to store or restore, a `SIZE`: bytes, or a number with a unit (500MB is 500×10^6 bytes; 500M and 500MiB are 500×2^20; also K, G, T)"},
 		&cli.BoolFlag{Name: "insecure-no-encryption", Usage: "allow plaintext archives in a remote store (they hold live cookies)"},
 		&cli.StringFlag{Name: "chrome", EnvVars: []string{"CHROME_PATH"}, Usage: "Chrome or Chromium binary `PATH` (default: search PATH and the usual install places)"},
 	}
+}
+
+// sizeSetting reads the size setting of flag name, or of its environment
+// variable env (see internal/bytesize for the forms); empty means def. A
+// size it cannot read is invalid_input naming the flag or the variable
+// that gave it, with the forms it takes.
+func sizeSetting(c *cli.Context, name, env string, def int64) (int64, error) {
+	s := c.String(name)
+	if strings.TrimSpace(s) == "" {
+		return def, nil
+	}
+	n, err := bytesize.Parse(s)
+	if err != nil {
+		source := "--" + name
+		if v, ok := os.LookupEnv(env); ok && v == s {
+			source = env
+		}
+		return 0, errcode.Hinted(err, errcode.InvalidInput,
+			fmt.Sprintf("give %s as %s (the default is %s)", source, bytesize.Forms, bytesize.Exact(def)),
+			"invalid %s", source)
+	}
+	return n, nil
 }
 
 func humanBytes(n int64) string {

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// --max-size and DIRECTOR_MAX_SIZE take human sizes as well as bytes: a
+// size that is read is the limit a snapshot then keeps to (1KiB refuses a
+// profile of 8 KiB, saying 1KiB), and one that is not is invalid_input
+// naming where it came from and the forms that are taken.
+func TestMaxSizeTakesHumanSizes(t *testing.T) {
+	home := cliEnv(t)
+	if code, _, errOut := runDirector(t, "--home", home, "profile", "create", "work"); code != 0 {
+		t.Fatal(errOut)
+	}
+	prefs := filepath.Join(home, "browser-profiles", "work", "Default", "Preferences")
+	if err := os.MkdirAll(filepath.Dir(prefs), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	noise := make([]byte, 8<<10) // does not compress below 1.5 KiB
+	if _, err := rand.Read(noise); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prefs, noise, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		value string
+		ok    bool
+		says  string // in the message of an error
+	}{
+		{"524288000", true, ""},
+		{"500MB", true, ""},
+		{"500M", true, ""},
+		{"1.5GiB", true, ""},
+		{"2g", true, ""},
+		{"1KiB", false, "larger than --max-size, 1KiB"},
+		{"1.5k", false, "larger than --max-size, 1536"},
+		{"abc", false, "is not a size"},
+		{"-5", false, "is negative"},
+		{"0", false, "is zero"},
+		{"1.5", false, "not a whole number of bytes"},
+		{"5XB", false, "unknown unit"},
+		{"99999999999TB", false, "too large"},
+	} {
+		for _, viaEnv := range []bool{false, true} {
+			name := map[bool]string{false: "--max-size", true: "DIRECTOR_MAX_SIZE"}[viaEnv]
+			t.Run(name+"="+c.value, func(t *testing.T) {
+				args := []string{"--home", home, "--json", "profile", "snapshot", "work"}
+				if viaEnv {
+					t.Setenv("DIRECTOR_MAX_SIZE", c.value)
+				} else {
+					args = append(args, "--max-size="+c.value)
+				}
+				code, out, errOut := runDirector(t, args...)
+				m := decodeJSON(t, out)
+				if c.ok {
+					if code != 0 {
+						t.Fatalf("exit %d: %s %s", code, out, errOut)
+					}
+					return
+				}
+				e, _ := m["error"].(map[string]any)
+				msg, _ := e["message"].(string)
+				hint, _ := e["hint"].(string)
+				if code != 2 || e["code"] != "invalid_input" || !strings.Contains(msg, c.says) {
+					t.Fatalf("exit %d, %s; want invalid_input saying %q", code, out, c.says)
+				}
+				if strings.Contains(msg, "larger than") {
+					return // read, and refused by the snapshot
+				}
+				if !strings.Contains(msg, "invalid "+name) || !strings.Contains(hint, "give "+name+" as bytes (524288000) or a number with a unit: 500MB, 500M, 1.5GiB, 2g") {
+					t.Errorf("message %q, hint %q: want them to name %s and show the forms", msg, hint, name)
+				}
+			})
+		}
+	}
+	// The help shows the forms, and the default as one.
+	_, out, _ := runDirector(t, "--help")
+	for _, want := range []string{"--max-size SIZE", "500MB is 500×10^6 bytes", `(default: "500MiB")`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("director --help lacks %q:\n%s", want, out)
+		}
+	}
+}
