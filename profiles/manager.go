@@ -69,6 +69,10 @@ type Manager struct {
 
 	LockWait time.Duration // 0 means DefaultLockWait; negative means fail fast
 	MaxSize  int64         // archive size bound; 0 means DefaultMaxSize
+	// MaxUnpacked bounds what an archive unpacks to (the decompression-bomb
+	// guard of restore and verify; snapshot refuses a profile over it up
+	// front); 0 means snapshot.DefaultMaxUnpackedBytes (4 GiB).
+	MaxUnpacked int64
 
 	// NewProgress, when set, returns a progress display for a transfer of
 	// total bytes (-1 when unknown).
@@ -102,6 +106,13 @@ func (m *Manager) maxSize() int64 {
 		return m.MaxSize
 	}
 	return DefaultMaxSize
+}
+
+func (m *Manager) maxUnpacked() int64 {
+	if m.MaxUnpacked > 0 {
+		return m.MaxUnpacked
+	}
+	return snapshot.DefaultMaxUnpackedBytes
 }
 
 func (m *Manager) progress(label string, total int64) Progress {

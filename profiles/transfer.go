@@ -91,7 +91,7 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 	go func() {
 		man, err := m.produce(ctx, pw, m.Dir(name), snapshot.CreateOptions{
 			ID: id, Profile: name, Note: o.Note, Host: host, CreatedAt: created,
-			Excludes: excludes, Includes: o.Includes,
+			Excludes: excludes, Includes: o.Includes, MaxUnpackedBytes: m.maxUnpacked(),
 		})
 		pw.CloseWithError(err)
 		made <- man
@@ -117,7 +117,7 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 		// closes the pipe under the archiver, and an archiver that fails
 		// (a file changed, the context ended) fails the upload's body.
 		if pErr != nil && (putErr == nil || errors.Is(putErr, pErr)) {
-			return nil, fmt.Errorf("snapshot of %q: %w", name, pErr)
+			return nil, overUnpacked(fmt.Errorf("snapshot of %q: %w", name, pErr), true)
 		}
 		return nil, fmt.Errorf("snapshot of %q: storing %s: %w", name, archiveKey, putErr)
 	}
@@ -170,6 +170,24 @@ func (m *Manager) tooLarge(name string) error {
 		fmt.Sprintf("the profile holds %s on disk; set --max-size (or DIRECTOR_MAX_SIZE) to %s or more, here and on every machine that restores it, or leave big files out with --exclude GLOB",
 			sizeText(onDisk), bytesize.Format(enough)),
 		"snapshot of %q: the archive is larger than --max-size, %s", name, bytesize.Exact(m.maxSize()))
+}
+
+// overUnpacked gives err, when it refuses an archive over the unpacked-size
+// limit (snapshot.UnpackedLimitError), a hint naming --max-unpacked and a
+// size that takes the archive; other errors are returned as they are.
+// snapshotting says err refused a profile to snapshot, rather than an
+// archive to restore or verify.
+func overUnpacked(err error, snapshotting bool) error {
+	var e *snapshot.UnpackedLimitError
+	if !errors.As(err, &e) {
+		return err
+	}
+	hint := fmt.Sprintf("if you trust this snapshot, set --max-unpacked (or DIRECTOR_MAX_UNPACKED) to %s or more", bytesize.Format(e.Need))
+	if snapshotting {
+		hint = fmt.Sprintf("set --max-unpacked (or DIRECTOR_MAX_UNPACKED) to %s or more, here and on every machine that restores it, "+
+			"or leave the biggest files out with --exclude GLOB (`du -ah` in the profile directory, sorted with `sort -h`, lists them)", bytesize.Format(e.Need))
+	}
+	return &errcode.Error{Code: errcode.Of(err), Hint: hint, Err: err}
 }
 
 // sizeText is n bytes in GiB, MiB or KiB, one decimal.
@@ -507,6 +525,10 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 	// is named as such (damagedArchive); hashChecked says BeforeSwap did.
 	hashChecked := false
 	failed := func(err error) error {
+		var over *snapshot.UnpackedLimitError
+		if errors.As(err, &over) {
+			return overUnpacked(err, false) // refused by a setting, not damage
+		}
 		if expectSHA == "" || hashChecked {
 			return err
 		}
@@ -518,7 +540,7 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		}
 	}
 	man, err := snapshot.Restore(ctx, body, m.Dir(name), snapshot.RestoreOptions{
-		ExtractOptions: snapshot.ExtractOptions{MaxArchiveBytes: maxSize},
+		ExtractOptions: snapshot.ExtractOptions{MaxArchiveBytes: maxSize, MaxUnpackedBytes: m.maxUnpacked()},
 		Status:         status,
 		BeforeSwap: func(man *snapshot.Manifest) error {
 			// Drain what follows the tar stream: through the decrypter first,
@@ -862,7 +884,11 @@ func (m *Manager) Verify(ctx context.Context, name, ref string) (_ *VerifyResult
 			return nil, damagedArchive(name, row, hr, err)
 		}
 	}
-	man, err := snapshot.Verify(ctx, body, snapshot.ExtractOptions{MaxArchiveBytes: max(m.maxSize(), row.ArchiveSize), Expect: expect})
+	man, err := snapshot.Verify(ctx, body, snapshot.ExtractOptions{MaxArchiveBytes: max(m.maxSize(), row.ArchiveSize), MaxUnpackedBytes: m.maxUnpacked(), Expect: expect})
+	var over *snapshot.UnpackedLimitError
+	if errors.As(err, &over) {
+		return nil, overUnpacked(fmt.Errorf("snapshot %s: %w", row.ID, err), false) // refused by a setting, not damage
+	}
 	if err != nil {
 		return nil, damagedArchive(name, row, hr, fmt.Errorf("snapshot %s: %w", row.ID, err))
 	}

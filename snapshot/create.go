@@ -200,10 +200,14 @@ func Create(ctx context.Context, dir string, w io.Writer, opts CreateOptions) (*
 	if maxUnpacked <= 0 {
 		maxUnpacked = DefaultMaxUnpackedBytes
 	}
+	// The limit it names leaves a MiB of room, rounded up to a MiB: the
+	// manifest of the next try differs (its time, at least).
 	if need := unpackedBound(m, len(mjson)); need > maxUnpacked {
-		return nil, errcode.New(errcode.InvalidInput, "profile %s is too big to restore: its %d files hold %s, and with their tar headers that is over the %s (%d bytes) a restore unpacks",
-			dir, m.FileCount, sizeText(m.RawSize), sizeText(maxUnpacked), maxUnpacked).
-			WithHint("leave the biggest files out with an exclude pattern (--exclude GLOB); `du -ah` in the profile directory, sorted with `sort -h`, lists them")
+		return nil, overUnpacked(errcode.InvalidInput,
+			"leave the biggest files out with an exclude pattern (--exclude GLOB); `du -ah` in the profile directory, sorted with `sort -h`, lists them",
+			maxUnpacked, (need+2<<20-1)&^(1<<20-1),
+			"profile %s is too big to restore: its %d files hold %s, and with their tar headers that is over the %s (%d bytes) a restore unpacks",
+			dir, m.FileCount, sizeText(m.RawSize), sizeText(maxUnpacked), maxUnpacked)
 	}
 
 	fw, err := newFrameWriter(ctx, w, zstd.EncoderLevelFromZstd(level), frameChunk, compressWorkers(opts.Concurrency))

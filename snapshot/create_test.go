@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -404,4 +405,59 @@ func TestCreateRefusesTooBigToRestore(t *testing.T) {
 			t.Errorf("%d limits refused, %d accepted: the test misses one side", refused, accepted)
 		}
 	})
+}
+
+// A refusal for the unpacked-size limit carries, as an UnpackedLimitError,
+// a limit that takes the archive: Create under that limit writes it, and
+// Verify and Restore, which refuse it under a lower one (the manifest
+// declares more, or the stream unpacks to more), take it under the Need
+// their own refusal names. A bomb (a stream that unpacks to more than its
+// manifest's entries can) names none.
+func TestUnpackedLimitErrorNamesALimitThatWorks(t *testing.T) {
+	ctx := context.Background()
+	src := t.TempDir()
+	tree := map[string]string{"Local State": "{}"}
+	for i := range 50 {
+		tree[fmt.Sprintf("Default/IndexedDB/f%03d", i)] = strings.Repeat("v", 1000+i)
+	}
+	writeTree(t, src, tree)
+	need := func(t *testing.T, err error, code errcode.Code) int64 {
+		t.Helper()
+		wantCode(t, err, code)
+		var e *UnpackedLimitError
+		if !errors.As(err, &e) || e.Need <= e.Limit {
+			t.Fatalf("error %v carries no UnpackedLimitError with a Need over its Limit (%+v)", err, e)
+		}
+		return e.Need
+	}
+
+	var out bytes.Buffer
+	_, err := Create(ctx, src, &out, CreateOptions{Excludes: []string{}, MaxUnpackedBytes: 8 << 10})
+	limit := need(t, err, errcode.InvalidInput)
+	out.Reset()
+	if _, err := Create(ctx, src, &out, CreateOptions{Excludes: []string{}, MaxUnpackedBytes: limit}); err != nil {
+		t.Fatalf("Create under the limit its refusal named, %d: %v", limit, err)
+	}
+	arc := out.Bytes()
+	for _, c := range []struct {
+		name  string
+		limit int64
+	}{
+		{"the manifest declares more", 8 << 10},        // under the files' 51 KB
+		{"the stream unpacks to more", 50*1000 + 1300}, // over the files, under their headers
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Verify(ctx, bytes.NewReader(arc), ExtractOptions{MaxUnpackedBytes: c.limit})
+			n := need(t, err, errcode.UnsafeArchive)
+			if _, err := Verify(ctx, bytes.NewReader(arc), ExtractOptions{MaxUnpackedBytes: n}); err != nil {
+				t.Errorf("Verify under the limit its refusal named, %d: %v", n, err)
+			}
+			dst := filepath.Join(t.TempDir(), "p")
+			_, err = Restore(ctx, bytes.NewReader(arc), dst, RestoreOptions{ExtractOptions: ExtractOptions{MaxUnpackedBytes: c.limit}})
+			n = need(t, err, errcode.UnsafeArchive)
+			if _, err := Restore(ctx, bytes.NewReader(arc), dst, RestoreOptions{ExtractOptions: ExtractOptions{MaxUnpackedBytes: n}}); err != nil {
+				t.Errorf("Restore under the limit its refusal named, %d: %v", n, err)
+			}
+		})
+	}
 }

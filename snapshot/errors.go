@@ -22,6 +22,29 @@ func unsafeArchive(format string, args ...any) error {
 	return errcode.New(errcode.UnsafeArchive, "unsafe archive: "+format, args...).WithHint(hintAltered)
 }
 
+// UnpackedLimitError is in the chain of the error for an archive over the
+// unpacked-size limit (the decompression-bomb guard): Create's refusal of a
+// profile whose archive would unpack to more than
+// CreateOptions.MaxUnpackedBytes (invalid_input), and Restore's or
+// Verify's of an archive whose manifest declares more than
+// ExtractOptions.MaxUnpackedBytes, or that unpacks to more while its
+// manifest's entries could (unsafe_archive). Need is a limit that takes
+// the archive; a stream that unpacks to more than its own manifest allows is
+// a bomb, and its error has no UnpackedLimitError.
+type UnpackedLimitError struct {
+	Limit int64 // the limit that refused the archive
+	Need  int64 // a limit that takes it
+	msg   string
+}
+
+func (e *UnpackedLimitError) Error() string { return e.msg }
+
+// overUnpacked reports an archive over the unpacked-size limit limit that
+// a limit of need takes.
+func overUnpacked(code errcode.Code, hint string, limit, need int64, format string, args ...any) error {
+	return &errcode.Error{Code: code, Hint: hint, Err: &UnpackedLimitError{Limit: limit, Need: need, msg: fmt.Sprintf(format, args...)}}
+}
+
 // corrupt reports damage: a hash mismatch, a broken compressed stream, a truncation.
 func corrupt(err error, format string, args ...any) error {
 	msg := "corrupt snapshot: " + fmt.Sprintf(format, args...)

@@ -146,6 +146,9 @@ func (l *limitedReader) failure() error {
 // archiveReader walks one archive stream.
 type archiveReader struct {
 	in, unpacked *limitedReader
+	// need is what the tar stream of the manifest's entries can unpack to
+	// (unpackedBound), once the manifest has been read.
+	need int64
 }
 
 // classify turns an error from the zstd or tar layers into a coded one.
@@ -184,6 +187,11 @@ func readArchive(ctx context.Context, r io.Reader, opts ExtractOptions, out sink
 	}
 	defer zr.Close()
 	a.unpacked = &limitedReader{r: zr, ctx: ctx, max: opts.MaxUnpackedBytes, over: func() error {
+		if a.need > opts.MaxUnpackedBytes {
+			// The manifest's entries can unpack to that much: not a bomb.
+			return overUnpacked(errcode.UnsafeArchive, hintAltered, opts.MaxUnpackedBytes, a.need,
+				"unsafe archive: the archive unpacks to more than the %d-byte limit", opts.MaxUnpackedBytes)
+		}
 		return unsafeArchive("the archive unpacks to more than the %d-byte limit (a decompression bomb?)", opts.MaxUnpackedBytes)
 	}}
 	tr := tar.NewReader(a.unpacked)
@@ -370,8 +378,10 @@ func (a *archiveReader) readManifest(tr *tar.Reader, opts ExtractOptions) (*Mani
 	if len(m.Files) > opts.MaxFiles {
 		return nil, unsafeArchive("the manifest lists %d entries, over the limit of %d", len(m.Files), opts.MaxFiles)
 	}
+	a.need = unpackedBound(m, len(b))
 	if m.RawSize > opts.MaxUnpackedBytes {
-		return nil, unsafeArchive("the manifest declares %d bytes, over the %d-byte unpacked limit", m.RawSize, opts.MaxUnpackedBytes)
+		return nil, overUnpacked(errcode.UnsafeArchive, hintAltered, opts.MaxUnpackedBytes, a.need,
+			"unsafe archive: the manifest declares %d bytes, over the %d-byte unpacked limit", m.RawSize, opts.MaxUnpackedBytes)
 	}
 	return m, nil
 }

@@ -58,6 +58,10 @@ func newManagerFor(c *cli.Context, readOnly bool) (*profiles.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	maxUnpacked, err := sizeSetting(c, "max-unpacked", "DIRECTOR_MAX_UNPACKED", snapshot.DefaultMaxUnpackedBytes)
+	if err != nil {
+		return nil, err
+	}
 	open := openCatalog
 	if readOnly {
 		open = openCatalogIfExists
@@ -72,6 +76,7 @@ func newManagerFor(c *cli.Context, readOnly bool) (*profiles.Manager, error) {
 		Log:                  g.Log,
 		InsecureNoEncryption: c.Bool("insecure-no-encryption"),
 		MaxSize:              maxSize,
+		MaxUnpacked:          maxUnpacked,
 		ChromeVersion: func(ctx context.Context) (string, error) {
 			path, err := launcher.Find(c.String("chrome"))
 			v := ""
@@ -476,6 +481,8 @@ func managerFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "max-size", EnvVars: []string{"DIRECTOR_MAX_SIZE"}, Value: bytesize.Exact(profiles.DefaultMaxSize),
 			Usage: "largest archive to store or restore, a `SIZE`: bytes, or a number with a unit (500MB is 500×10^6 bytes; 500M and 500MiB are 500×2^20; also K, G, T)"},
+		&cli.StringFlag{Name: "max-unpacked", EnvVars: []string{"DIRECTOR_MAX_UNPACKED"}, Value: bytesize.Exact(snapshot.DefaultMaxUnpackedBytes),
+			Usage: "most a snapshot may unpack to, a `SIZE` as for --max-size: restore and verify refuse an archive over it (a decompression-bomb guard), and profile snapshot a profile over it"},
 		&cli.BoolFlag{Name: "insecure-no-encryption", Usage: "allow plaintext archives in a remote store (they hold live cookies)"},
 		&cli.StringFlag{Name: "chrome", EnvVars: []string{"CHROME_PATH"}, Usage: "Chrome or Chromium binary `PATH` (default: search PATH and the usual install places)"},
 	}

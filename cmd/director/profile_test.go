@@ -16,7 +16,7 @@ import (
 // cliEnv isolates a test from the caller's director settings.
 func cliEnv(t *testing.T) string {
 	t.Helper()
-	for _, k := range []string{"DIRECTOR_HOME", "DIRECTOR_STORE", "DIRECTOR_AGE_RECIPIENTS", "DIRECTOR_AGE_IDENTITY", "DIRECTOR_MAX_SIZE"} {
+	for _, k := range []string{"DIRECTOR_HOME", "DIRECTOR_STORE", "DIRECTOR_AGE_RECIPIENTS", "DIRECTOR_AGE_IDENTITY", "DIRECTOR_MAX_SIZE", "DIRECTOR_MAX_UNPACKED"} {
 		t.Setenv(k, "")
 	}
 	return filepath.Join(t.TempDir(), "home")

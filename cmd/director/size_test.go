@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -84,6 +85,86 @@ func TestMaxSizeTakesHumanSizes(t *testing.T) {
 	for _, want := range []string{"--max-size SIZE", "500MB is 500×10^6 bytes", `(default: "500MiB")`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("director --help lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// --max-unpacked and DIRECTOR_MAX_UNPACKED bound profile snapshot's
+// up-front refusal, verify and restore (and a run's restore, which reaches
+// no browser when it is refused), each refusal naming the setting and a
+// size that takes the snapshot; a size it cannot read is invalid_input
+// naming where it came from.
+func TestMaxUnpackedSetting(t *testing.T) {
+	home := cliEnv(t)
+	d := func(args ...string) (int, map[string]any) {
+		t.Helper()
+		code, out, _ := runDirector(t, append([]string{"--home", home, "--json"}, args...)...)
+		return code, decodeJSON(t, out)
+	}
+	refusal := func(t *testing.T, m map[string]any, code string) string {
+		t.Helper()
+		e, _ := m["error"].(map[string]any)
+		hint, _ := e["hint"].(string)
+		mt := regexp.MustCompile(`set --max-unpacked \(or DIRECTOR_MAX_UNPACKED\) to (\S+) or more`).FindStringSubmatch(hint)
+		if e["code"] != code || mt == nil {
+			t.Fatalf("%v: want %s with a hint naming --max-unpacked and a size", m, code)
+		}
+		return mt[1]
+	}
+	if code, m := d("profile", "create", "work"); code != 0 {
+		t.Fatal(m)
+	}
+	blob := filepath.Join(home, "browser-profiles", "work", "Default", "blob")
+	if err := os.MkdirAll(filepath.Dir(blob), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(blob, []byte(strings.Repeat("x", 64<<10)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	code, m := d("profile", "snapshot", "work", "--max-unpacked", "16KiB")
+	if code != 2 {
+		t.Fatalf("snapshot over --max-unpacked: exit %d", code)
+	}
+	enough := refusal(t, m, "invalid_input")
+	code, m = d("profile", "snapshot", "work", "--max-unpacked", enough)
+	if code != 0 {
+		t.Fatalf("snapshot with the suggested --max-unpacked %s: %v", enough, m)
+	}
+
+	t.Setenv("DIRECTOR_MAX_UNPACKED", "16k")
+	for _, args := range [][]string{{"profile", "verify", "work"}, {"profile", "restore", "work", "latest"}} {
+		code, m := d(args...)
+		if code != 1 {
+			t.Fatalf("%q under DIRECTOR_MAX_UNPACKED=16k: exit %d, %v", args, code, m)
+		}
+		enough := refusal(t, m, "unsafe_archive")
+		if code, m := d(append(args, "--max-unpacked", enough)...); code != 0 {
+			t.Fatalf("%q with the suggested --max-unpacked %s: %v", args, enough, m)
+		}
+	}
+	wf := filepath.Join(t.TempDir(), "refresh.yaml")
+	if err := os.WriteFile(wf, []byte("name: r\nprofile: work\nrestore: latest\nsteps:\n  - navigate: http://127.0.0.1:1/\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runDirector(t, "--home", home, "--json", "run", wf)
+	if code != 1 || !strings.Contains(out, "unsafe_archive") || !strings.Contains(out, "--max-unpacked") {
+		t.Errorf("run whose restore is over DIRECTOR_MAX_UNPACKED: exit %d, %s %s", code, out, errOut)
+	}
+
+	for _, viaEnv := range []bool{false, true} {
+		args := []string{"profile", "verify", "work"}
+		name := "--max-unpacked"
+		if viaEnv {
+			t.Setenv("DIRECTOR_MAX_UNPACKED", "0")
+			name = "DIRECTOR_MAX_UNPACKED"
+		} else {
+			args = append(args, "--max-unpacked", "lots")
+		}
+		code, m := d(args...)
+		e, _ := m["error"].(map[string]any)
+		if msg, _ := e["message"].(string); code != 2 || e["code"] != "invalid_input" || !strings.Contains(msg, "invalid "+name) {
+			t.Errorf("bad %s: exit %d, %v", name, code, m)
 		}
 	}
 }
