@@ -48,9 +48,12 @@ func ValidateName(name string) error {
 }
 
 // Progress shows the progress of one long transfer. The CLI supplies a bar
-// on a terminal; nil means no progress.
+// on a terminal; nil means no progress. A restore or verify counts the
+// archive's bytes through Reader; a snapshot counts the files' bytes as
+// they are archived with Add.
 type Progress interface {
 	Reader(r io.Reader) io.Reader
+	Add(n int64)
 	Finish()
 }
 
@@ -75,7 +78,8 @@ type Manager struct {
 	MaxUnpacked int64
 
 	// NewProgress, when set, returns a progress display for a transfer of
-	// total bytes (-1 when unknown).
+	// total bytes (-1 when unknown): a restore's or verify's archive, or the
+	// files a snapshot archives (known once the profile has been walked).
 	NewProgress func(label string, total int64) Progress
 	// ChromeVersion, when set, returns the version of the Chrome that will
 	// open restored profiles; restore refuses a snapshot written by a newer

@@ -16,6 +16,7 @@ import (
 type recordingProgress struct{ phases *[]string }
 
 func (p recordingProgress) Reader(r io.Reader) io.Reader { return r }
+func (p recordingProgress) Add(int64)                    {}
 func (p recordingProgress) Finish()                      {}
 func (p recordingProgress) Status(phase string)          { *p.phases = append(*p.phases, phase) }
 
@@ -70,5 +71,48 @@ func TestRefusedRestoreClaimsNoPhase(t *testing.T) {
 	}
 	if len(phases) != 0 {
 		t.Errorf("a refused restore reported phases %q", phases)
+	}
+}
+
+// countingProgress records the total it was made for, the bytes it was
+// told, and whether it was finished.
+type countingProgress struct {
+	label    string
+	total    int64
+	added    int64
+	finished bool
+}
+
+func (p *countingProgress) Reader(r io.Reader) io.Reader { return r }
+func (p *countingProgress) Add(n int64)                  { p.added += n }
+func (p *countingProgress) Finish()                      { p.finished = true }
+
+// A snapshot's progress display is made for the bytes of the files it
+// archives, which the walk knows before archiving, and told all of them, so
+// that a terminal shows bytes done of a total and a percentage; it was made
+// for an unknown total (-1: a spinner).
+func TestSnapshotProgressHasATotal(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("work"), "x")
+	var made []*countingProgress
+	m.NewProgress = func(label string, total int64) Progress {
+		p := &countingProgress{label: label, total: total}
+		made = append(made, p)
+		return p
+	}
+	res, err := m.Snapshot(ctx, "work", SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(made) != 1 {
+		t.Fatalf("%d progress displays made, want 1", len(made))
+	}
+	p := made[0]
+	if p.label != "snapshot work" || p.total != res.RawSize || p.added != res.RawSize || !p.finished {
+		t.Errorf("progress %+v, want label %q, total and bytes told %d (the raw size), finished", *p, "snapshot work", res.RawSize)
 	}
 }

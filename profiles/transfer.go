@@ -85,29 +85,32 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 	}
 
 	// Producer: tar -> zstd -> (age) into a pipe; consumer: the store.
+	// The progress counts the files' bytes against their total, which the
+	// walk knows before any is archived: the archive's size is known only
+	// at its end.
+	var prog *snapshotProgress
+	if m.NewProgress != nil {
+		prog = &snapshotProgress{m: m, label: "snapshot " + name}
+	}
 	pr, pw := io.Pipe()
 	made := make(chan *snapshot.Manifest, 1)
 	prodErr := make(chan error, 1)
 	go func() {
 		man, err := m.produce(ctx, pw, m.Dir(name), snapshot.CreateOptions{
 			ID: id, Profile: name, Note: o.Note, Host: host, CreatedAt: created,
-			Excludes: excludes, Includes: o.Includes, MaxUnpackedBytes: m.maxUnpacked(),
+			Excludes: excludes, Includes: o.Includes, MaxUnpackedBytes: m.maxUnpacked(), Progress: prog.create(),
 		})
 		pw.CloseWithError(err)
 		made <- man
 		prodErr <- err
 	}()
 	hr := newHashingReader(storage.MaxSize(pr, m.maxSize()))
-	var body io.Reader = hr
-	if p := m.progress("snapshot "+name, -1); p != nil {
-		body = p.Reader(body)
-		defer p.Finish()
-	}
-	putErr := m.Store.Put(ctx, archiveKey, body, -1)
+	putErr := m.Store.Put(ctx, archiveKey, hr, -1)
 	if putErr != nil {
 		pr.CloseWithError(putErr)
 	}
 	man, pErr := <-made, <-prodErr
+	prog.finish() // the producer, which drew it, is done
 	if pErr != nil || putErr != nil {
 		m.removeObjects(archiveKey)
 		if errors.Is(putErr, storage.ErrTooLarge) {
@@ -155,6 +158,40 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 		ArchiveSize: hr.n, ArchiveSHA256: man.ArchiveSHA256, RawSize: man.RawSize, FileCount: man.FileCount,
 		Encrypted: man.Encrypted, ChromeVersion: man.ChromeVersion, Duration: time.Since(start), Warnings: warnings,
 	}, nil
+}
+
+// snapshotProgress is a snapshot's progress display, made by the Manager's
+// NewProgress once snapshot.Create knows the files' total (Start) and told
+// their bytes as they are archived (Add), on the producing goroutine; a nil
+// *snapshotProgress shows nothing.
+type snapshotProgress struct {
+	m     *Manager
+	label string
+	p     Progress
+}
+
+// create is p as snapshot.CreateOptions.Progress: nil for a nil p, so that
+// Create does no work for it.
+func (p *snapshotProgress) create() snapshot.Progress {
+	if p == nil {
+		return nil
+	}
+	return p
+}
+
+func (p *snapshotProgress) Start(total int64) { p.p = p.m.progress(p.label, total) }
+
+func (p *snapshotProgress) Add(n int64) {
+	if p.p != nil {
+		p.p.Add(n)
+	}
+}
+
+// finish ends the display, once the producer is done with it.
+func (p *snapshotProgress) finish() {
+	if p != nil && p.p != nil {
+		p.p.Finish()
+	}
 }
 
 // tooLarge explains a snapshot whose archive grew past MaxSize: how big

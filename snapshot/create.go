@@ -79,11 +79,22 @@ type CreateOptions struct {
 	// a profile whose archive would unpack to more. 0 means
 	// DefaultMaxUnpackedBytes.
 	MaxUnpackedBytes int64
+	// Progress, when set, follows the archiving of the files' data.
+	Progress Progress
 	// Concurrency is the number of goroutines that walk the profile and of
 	// compressing workers (one chunk each at a time); 0 means GOMAXPROCS
 	// walkers and at most maxDefaultWorkers compressing workers, which
 	// bounds the memory a snapshot takes on a machine with many cores.
 	Concurrency int
+}
+
+// Progress follows Create: Start is told the bytes of file data to archive
+// (the manifest's RawSize) once the walk has listed them, before anything is
+// written, and Add each part of that data once it is in the tar stream, on
+// the goroutine that called Create.
+type Progress interface {
+	Start(total int64)
+	Add(n int64)
 }
 
 // Test hooks: testHookAfterScan runs between the walk and the archiving,
@@ -215,7 +226,10 @@ func Create(ctx context.Context, dir string, w io.Writer, opts CreateOptions) (*
 		return nil, err
 	}
 	defer fw.abort()
-	if err := writeTar(ctx, dir, fw, m, mjson, states); err != nil {
+	if opts.Progress != nil {
+		opts.Progress.Start(m.RawSize)
+	}
+	if err := writeTar(ctx, dir, fw, m, mjson, states, opts.Progress); err != nil {
 		return nil, err
 	}
 	if err := fw.Close(); err != nil {
@@ -407,7 +421,8 @@ func changedOr(err error, rel string) error {
 // writeTar writes the manifest entry, every listed entry, and the digest
 // entry. Each regular file is hashed on the way (filling in its SHA256 in m)
 // by a fileHasher, so that the reading goroutine only reads and copies.
-func writeTar(ctx context.Context, dir string, w io.Writer, m *Manifest, mjson []byte, states []fileState) error {
+// prog, when not nil, is told the file data as it is written.
+func writeTar(ctx context.Context, dir string, w io.Writer, m *Manifest, mjson []byte, states []fileState, prog Progress) error {
 	tw := tar.NewWriter(w)
 	mtime := m.CreatedAt.Truncate(time.Second)
 	if err := writeEntry(tw, ManifestPath, mjson, mtime); err != nil {
@@ -435,7 +450,7 @@ func writeTar(ctx context.Context, dir string, w io.Writer, m *Manifest, mjson [
 			}
 			continue
 		}
-		if err := copyFile(dir, tw, hdr, f, states[i], fh, i); err != nil {
+		if err := copyFile(dir, tw, hdr, f, states[i], fh, i, prog); err != nil {
 			return err
 		}
 	}
@@ -471,8 +486,9 @@ func writeEntry(tw *tar.Writer, name string, b []byte, mtime time.Time) error {
 // is copied: the size and stat stamp (inode, mtime, ctime; any write moves
 // the ctime) are checked when it is opened and again after the copy. It
 // opens without following symlinks, so a file swapped for a symlink since
-// the walk never gets another file's bytes archived under its name.
-func copyFile(dir string, tw *tar.Writer, hdr *tar.Header, f *File, st fileState, fh *fileHasher, i int) error {
+// the walk never gets another file's bytes archived under its name. prog,
+// when not nil, is told the bytes once they are written.
+func copyFile(dir string, tw *tar.Writer, hdr *tar.Header, f *File, st fileState, fh *fileHasher, i int, prog Progress) error {
 	in, err := openListed(dir, f.Path)
 	if err != nil {
 		return changedOr(err, f.Path)
@@ -507,6 +523,9 @@ func copyFile(dir string, tw *tar.Writer, hdr *tar.Header, f *File, st fileState
 				return writeFailed(werr)
 			}
 			n += int64(k)
+			if prog != nil {
+				prog.Add(int64(k))
+			}
 		}
 		if err == io.EOF {
 			break

@@ -104,7 +104,7 @@ func TestCopyFileRefusesSymlink(t *testing.T) {
 	var out bytes.Buffer
 	tw := tar.NewWriter(&out)
 	fh := newFileHasher([]File{f})
-	err := copyFile(prof, tw, &tar.Header{Name: f.Path, Typeflag: tar.TypeReg, Size: f.Size}, &f, fileState{size: f.Size}, fh, 0)
+	err := copyFile(prof, tw, &tar.Header{Name: f.Path, Typeflag: tar.TypeReg, Size: f.Size}, &f, fileState{size: f.Size}, fh, 0, nil)
 	fh.wait()
 	wantCode(t, err, errcode.ProfileInUse)
 	if fh.files[0].SHA256 != "" || out.Len() != 0 || bytes.Contains(out.Bytes(), []byte("profile's")) {
@@ -459,5 +459,42 @@ func TestUnpackedLimitErrorNamesALimitThatWorks(t *testing.T) {
 				t.Errorf("Restore under the limit its refusal named, %d: %v", n, err)
 			}
 		})
+	}
+}
+
+// recordedProgress records what Create tells its Progress.
+type recordedProgress struct {
+	starts []int64
+	added  int64
+	early  bool // Add before Start
+}
+
+func (p *recordedProgress) Start(total int64) { p.starts = append(p.starts, total) }
+func (p *recordedProgress) Add(n int64) {
+	p.early = p.early || len(p.starts) == 0
+	p.added += n
+}
+
+// Create tells its Progress the bytes of file data to archive before it
+// writes any, and then all of them as they are archived, so that a
+// snapshot can show how far it is (it showed a spinner: the archive's size
+// is not known in advance, the files' is once the walk is done).
+func TestCreateReportsProgress(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, profileTree())
+	big := make([]byte, 3*hasherBufferSize+17) // several reads of one file
+	for i := range big {
+		big[i] = byte(i * 31)
+	}
+	must(t, os.WriteFile(filepath.Join(src, "Default", "big"), big, 0o600))
+	p := &recordedProgress{}
+	var out bytes.Buffer
+	m, err := Create(context.Background(), src, &out, CreateOptions{Progress: p})
+	must(t, err)
+	if len(p.starts) != 1 || p.starts[0] != m.RawSize || p.early {
+		t.Errorf("Start calls %v (an Add before Start: %v), want one, with the raw size %d, before any Add", p.starts, p.early, m.RawSize)
+	}
+	if p.added != m.RawSize {
+		t.Errorf("Add counted %d bytes, want the raw size %d", p.added, m.RawSize)
 	}
 }

@@ -179,3 +179,20 @@ func TestStatusAfterTransfer(t *testing.T) {
 	var nilBar *Bar
 	nilBar.Status("syncing to disk")
 }
+
+// A bar counted with Add, as a snapshot counts the files it archives,
+// draws the bytes done of the total and a percentage, from the start.
+func TestAddDrawsDoneOfTotal(t *testing.T) {
+	var screen bytes.Buffer
+	b := New(&screen, 3<<20, "snapshot work", true)
+	if got := screen.String(); !strings.Contains(got, "snapshot work") || !strings.Contains(got, "0%") || !strings.Contains(got, "0 B/3.1 MB") {
+		t.Errorf("before any byte the bar shows %q, want the label, 0%% and 0 B of 3.1 MB", got)
+	}
+	for range 3 {
+		b.Add(1 << 20)
+	}
+	b.Finish()
+	if got := screen.String(); !strings.Contains(got, "100%") || !strings.Contains(got, "3.1/3.1 MB") || !strings.HasSuffix(got, "\n") {
+		t.Errorf("the finished bar shows %q, want 100%% and 3.1/3.1 MB, then a newline", got)
+	}
+}
