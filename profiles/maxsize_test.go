@@ -24,18 +24,9 @@ import (
 // snapshot's size names one that then restores it.
 func TestMaxSizeErrorsSuggestEnough(t *testing.T) {
 	ctx := context.Background()
-	suggested := regexp.MustCompile(`set --max-size \(or DIRECTOR_MAX_SIZE\) to (\S+) or more`)
 	suggestion := func(t *testing.T, err error) int64 {
 		t.Helper()
-		mt := suggested.FindStringSubmatch(errcode.HintOf(err))
-		if mt == nil {
-			t.Fatalf("hint %q suggests no --max-size", errcode.HintOf(err))
-		}
-		n, perr := bytesize.Parse(mt[1]) // the value as the user would paste it
-		if perr != nil {
-			t.Fatalf("hint %q suggests a --max-size that does not parse: %v", errcode.HintOf(err), perr)
-		}
-		return n
+		return suggestedSize(t, err, "--max-size", "DIRECTOR_MAX_SIZE")
 	}
 	for _, c := range []struct {
 		name    string
@@ -93,4 +84,21 @@ func TestMaxSizeErrorsSuggestEnough(t *testing.T) {
 			}
 		})
 	}
+}
+
+// suggestedSize is the size err's hint suggests for flag (or its variable
+// env), as the user would paste it; the test fails when there is none, or
+// it does not parse.
+func suggestedSize(t *testing.T, err error, flag, env string) int64 {
+	t.Helper()
+	re := regexp.MustCompile("set " + regexp.QuoteMeta(flag) + ` \(or ` + env + `\) to (\S+) or more`)
+	mt := re.FindStringSubmatch(errcode.HintOf(err))
+	if mt == nil {
+		t.Fatalf("error %v: hint %q suggests no %s", err, errcode.HintOf(err), flag)
+	}
+	n, perr := bytesize.Parse(mt[1])
+	if perr != nil {
+		t.Fatalf("hint %q suggests a %s that does not parse: %v", errcode.HintOf(err), flag, perr)
+	}
+	return n
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"director/errcode"
-	"director/internal/bytesize"
 )
 
 // MaxUnpacked is the bound of snapshot's up-front refusal and of restore's
@@ -19,21 +17,12 @@ import (
 // default, 4 GiB, is snapshot's, tested there).
 func TestMaxUnpackedIsASetting(t *testing.T) {
 	ctx := context.Background()
-	suggested := regexp.MustCompile(`set --max-unpacked \(or DIRECTOR_MAX_UNPACKED\) to (\S+) or more`)
 	suggestion := func(t *testing.T, what string, err error, code errcode.Code) int64 {
 		t.Helper()
 		if errcode.Of(err) != code {
 			t.Fatalf("%s over --max-unpacked: %v (code %s), want %s", what, err, errcode.Of(err), code)
 		}
-		mt := suggested.FindStringSubmatch(errcode.HintOf(err))
-		if mt == nil {
-			t.Fatalf("%s: hint %q suggests no --max-unpacked", what, errcode.HintOf(err))
-		}
-		n, perr := bytesize.Parse(mt[1])
-		if perr != nil {
-			t.Fatalf("%s: hint %q suggests a --max-unpacked that does not parse: %v", what, errcode.HintOf(err), perr)
-		}
-		return n
+		return suggestedSize(t, err, "--max-unpacked", "DIRECTOR_MAX_UNPACKED")
 	}
 	m := newTestManager(t)
 	if err := m.Create(ctx, "big"); err != nil {

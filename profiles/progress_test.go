@@ -50,22 +50,15 @@ func TestRestoreTellsProgressWhatFollowsTheDownload(t *testing.T) {
 func TestRefusedRestoreClaimsNoPhase(t *testing.T) {
 	ctx := context.Background()
 	m := newTestManager(t)
-	if err := m.Create(ctx, "work"); err != nil {
-		t.Fatal(err)
-	}
-	writeProfile(t, m.Dir("work"), "x")
-	res, err := m.Snapshot(ctx, "work", SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive := filepath.Join(filepath.Dir(m.Root), "snapshots", filepath.FromSlash(res.ObjectKey))
+	key, _ := objectKeys("work", snapshotOf(t, m, "work"), false)
+	archive := filepath.Join(filepath.Dir(m.Root), "snapshots", filepath.FromSlash(key))
 	m.Now = func() time.Time { return time.Now().Add(time.Minute) } // a login after the snapshot
 	if err := m.MarkUnsaved(ctx, "work"); err != nil {
 		t.Fatal(err)
 	}
 	var phases []string
 	m.NewProgress = func(string, int64) Progress { return recordingProgress{&phases} }
-	_, err = m.Restore(ctx, "work", "", RestoreOptions{Archive: archive})
+	_, err := m.Restore(ctx, "work", "", RestoreOptions{Archive: archive})
 	if errcode.Of(err) != errcode.InvalidInput || !strings.Contains(err.Error(), "no snapshot has") {
 		t.Fatalf("restore of an older --archive over an unsaved login: %v, want it refused", err)
 	}

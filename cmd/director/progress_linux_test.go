@@ -2,12 +2,10 @@ package main
 
 import (
 	"bytes"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -44,20 +42,7 @@ func openPTY(t *testing.T) (master, tty *os.File) {
 // the same either way.
 func TestSnapshotProgressOnATerminal(t *testing.T) {
 	home := cliEnv(t)
-	if code, _, errOut := runDirector(t, "--home", home, "profile", "create", "work"); code != 0 {
-		t.Fatal(errOut)
-	}
-	blob := filepath.Join(home, "browser-profiles", "work", "Default", "blob")
-	if err := os.MkdirAll(filepath.Dir(blob), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	noise := make([]byte, 3<<20)
-	if _, err := rand.Read(noise); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(blob, noise, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	createWork(t, home, noise(t, 3<<20))
 	drawn := regexp.MustCompile(`snapshot work\s+100% \|.*\| \(3\.1/3\.1 MB`)
 	for _, c := range []struct {
 		name  string

@@ -15,20 +15,7 @@ import (
 // naming where it came from and the forms that are taken.
 func TestMaxSizeTakesHumanSizes(t *testing.T) {
 	home := cliEnv(t)
-	if code, _, errOut := runDirector(t, "--home", home, "profile", "create", "work"); code != 0 {
-		t.Fatal(errOut)
-	}
-	prefs := filepath.Join(home, "browser-profiles", "work", "Default", "Preferences")
-	if err := os.MkdirAll(filepath.Dir(prefs), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	noise := make([]byte, 8<<10) // does not compress below 1.5 KiB
-	if _, err := rand.Read(noise); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(prefs, noise, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	createWork(t, home, noise(t, 8<<10)) // does not compress below 1.5 KiB
 	for _, c := range []struct {
 		value string
 		ok    bool
@@ -111,16 +98,7 @@ func TestMaxUnpackedSetting(t *testing.T) {
 		}
 		return mt[1]
 	}
-	if code, m := d("profile", "create", "work"); code != 0 {
-		t.Fatal(m)
-	}
-	blob := filepath.Join(home, "browser-profiles", "work", "Default", "blob")
-	if err := os.MkdirAll(filepath.Dir(blob), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(blob, []byte(strings.Repeat("x", 64<<10)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	createWork(t, home, []byte(strings.Repeat("x", 64<<10)))
 
 	code, m := d("profile", "snapshot", "work", "--max-unpacked", "16KiB")
 	if code != 2 {
@@ -167,4 +145,29 @@ func TestMaxUnpackedSetting(t *testing.T) {
 			t.Errorf("bad %s: exit %d, %v", name, code, m)
 		}
 	}
+}
+
+// createWork creates profile work in home holding data in Default/blob.
+func createWork(t *testing.T, home string, data []byte) {
+	t.Helper()
+	if code, _, errOut := runDirector(t, "--home", home, "profile", "create", "work"); code != 0 {
+		t.Fatal(errOut)
+	}
+	blob := filepath.Join(home, "browser-profiles", "work", "Default", "blob")
+	if err := os.MkdirAll(filepath.Dir(blob), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(blob, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// noise is n random bytes, which do not compress.
+func noise(t *testing.T, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
