@@ -498,3 +498,19 @@ func TestCreateReportsProgress(t *testing.T) {
 		t.Errorf("Add counted %d bytes, want the raw size %d", p.added, m.RawSize)
 	}
 }
+
+// A limit that would not take the archive (a hostile manifest's sizes can
+// add up past int64, to a negative bound) is never named as one that does.
+func TestOverUnpackedNamesOnlyALimitOverTheOld(t *testing.T) {
+	for _, c := range []struct {
+		need  int64
+		names bool
+	}{{11, true}, {10, false}, {-5, false}} {
+		err := overUnpacked(errcode.UnsafeArchive, hintAltered, 10, c.need, "over %d", 10)
+		var e *UnpackedLimitError
+		wantCode(t, err, errcode.UnsafeArchive)
+		if errors.As(err, &e) != c.names || err.Error() != "over 10" || errcode.HintOf(err) != hintAltered {
+			t.Errorf("need %d: %v (hint %q), UnpackedLimitError %v; want one only when need is over the limit", c.need, err, errcode.HintOf(err), e)
+		}
+	}
+}

@@ -40,8 +40,12 @@ type UnpackedLimitError struct {
 func (e *UnpackedLimitError) Error() string { return e.msg }
 
 // overUnpacked reports an archive over the unpacked-size limit limit that
-// a limit of need takes.
+// a limit of need takes. A need that is not over limit (a hostile
+// manifest's sizes can add up past int64) names no limit.
 func overUnpacked(code errcode.Code, hint string, limit, need int64, format string, args ...any) error {
+	if need <= limit {
+		return errcode.New(code, format, args...).WithHint("%s", hint)
+	}
 	return &errcode.Error{Code: code, Hint: hint, Err: &UnpackedLimitError{Limit: limit, Need: need, msg: fmt.Sprintf(format, args...)}}
 }
 
