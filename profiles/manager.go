@@ -382,9 +382,9 @@ type Info struct {
 	UnsavedSince *time.Time `json:"unsaved_since,omitempty"`
 }
 
-// List describes every local profile, sorted by name. It is the one method
-// that works without a Catalog (nil: no catalog yet), leaving out the last
-// snapshots.
+// List describes every local profile, sorted by name. It works without a
+// Catalog (nil: no catalog yet), leaving out the last snapshots; so does
+// Verify.
 func (m *Manager) List(ctx context.Context) ([]Info, error) {
 	entries, err := os.ReadDir(m.Root)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -710,6 +710,9 @@ func (m *Manager) deleteSnapshot(ctx context.Context, s catalog.Snapshot) error 
 // them. A store that cannot be asked now leaves the rows for a later call.
 func (m *Manager) catalogStore(ctx context.Context) (string, error) {
 	store := catalog.StoreName(storage.ID(m.Store))
+	if m.Catalog == nil {
+		return store, nil // no catalog yet: nothing to adopt
+	}
 	legacy, err := m.Catalog.LegacySnapshots(ctx)
 	if err != nil || len(legacy) == 0 {
 		return store, err

@@ -703,16 +703,19 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, unlisted *er
 		return catalog.Snapshot{}, err
 	}
 	if ref != "" && ref != "latest" {
-		row, err := m.Catalog.GetSnapshot(ctx, store, ref)
-		if err == nil {
-			if row.Profile != name {
-				return row, errcode.New(errcode.InvalidInput, "snapshot %s belongs to profile %q, not %q", ref, row.Profile, name).
-					WithHint("restore it with `director profile restore %s %s`, or use --archive", row.Profile, ref)
+		var row catalog.Snapshot
+		if m.Catalog != nil {
+			row, err = m.Catalog.GetSnapshot(ctx, store, ref)
+			if err == nil {
+				if row.Profile != name {
+					return row, errcode.New(errcode.InvalidInput, "snapshot %s belongs to profile %q, not %q", ref, row.Profile, name).
+						WithHint("restore it with `director profile restore %s %s`, or use --archive", row.Profile, ref)
+				}
+				return row, nil
 			}
-			return row, nil
-		}
-		if errcode.Of(err) != errcode.SnapshotNotFound {
-			return row, err
+			if errcode.Of(err) != errcode.SnapshotNotFound {
+				return row, err
+			}
 		}
 		// Not in this catalog: perhaps another machine made it.
 		for _, enc := range []bool{true, false} {
@@ -739,13 +742,23 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, unlisted *er
 				return row, serr
 			}
 			row := rowFromManifest(man, mk, store)
+			if m.Catalog == nil {
+				return row, nil
+			}
 			if err := m.Catalog.UpsertSnapshot(ctx, row); err != nil {
 				return row, err
 			}
 			return row, nil
 		}
+		if m.Catalog == nil {
+			return row, errcode.New(errcode.SnapshotNotFound, "no snapshot %q of profile %q in %s (and no catalog here yet)", ref, name, m.Store).
+				WithHint("check --store / DIRECTOR_STORE and the id; a snapshot is made with `director profile snapshot %s`", name)
+		}
 		return row, errcode.New(errcode.SnapshotNotFound, "no snapshot %q of profile %q in the catalog or in %s", ref, name, m.Store).
 			WithHint("list snapshots with `director profile snapshots %s`", name)
+	}
+	if m.Catalog == nil {
+		return m.latestInStore(ctx, store, name)
 	}
 	locked, lockedErr, adoptErr := m.adoptFromStore(ctx, store, name)
 	row, err := m.Catalog.LatestSnapshot(ctx, store, name)
@@ -782,6 +795,49 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, unlisted *er
 // lockedErr the decrypt error, so that the caller can tell whether the
 // snapshot it would pick is really the newest.
 func (m *Manager) adoptFromStore(ctx context.Context, store, name string) (locked string, lockedErr, err error) {
+	return m.storeSnapshots(ctx, store, name, func(row catalog.Snapshot) error {
+		if err := m.Catalog.UpsertSnapshot(ctx, row); err != nil {
+			return err
+		}
+		m.log().Info("found a snapshot in the store that the catalog lacked", "id", row.ID)
+		return nil
+	})
+}
+
+// latestInStore is the newest snapshot of name in the store, read from the
+// manifests alone, for a Manager without a catalog (verify on a machine
+// that has none yet). As with a catalog, a newer snapshot whose manifest
+// this machine cannot decrypt fails with decrypt_failed rather than being
+// passed over.
+func (m *Manager) latestInStore(ctx context.Context, store, name string) (catalog.Snapshot, error) {
+	var latest catalog.Snapshot
+	locked, lockedErr, err := m.storeSnapshots(ctx, store, name, func(row catalog.Snapshot) error {
+		if latest.ID == "" || row.CreatedAt.After(latest.CreatedAt) || (row.CreatedAt.Equal(latest.CreatedAt) && row.ID > latest.ID) {
+			latest = row
+		}
+		return nil
+	})
+	if err != nil {
+		return latest, errcode.Hinted(err, errcode.Of(err), storeHint(err, "then retry"),
+			"there is no catalog here yet and the store %s could not be listed", m.Store)
+	}
+	if locked != "" && (latest.ID == "" || idNewer(name, locked, latest)) {
+		return latest, errcode.Hinted(lockedErr, errcode.DecryptFailed,
+			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots are encrypted to",
+			"the newest snapshot of %q in %s, %s, is encrypted to a key this machine does not have", name, m.Store, locked)
+	}
+	if latest.ID == "" {
+		return latest, errcode.New(errcode.SnapshotNotFound, "profile %q has no snapshot in %s (and there is no catalog here yet)", name, m.Store).
+			WithHint("check --store / DIRECTOR_STORE, or make one with `director profile snapshot %s`", name)
+	}
+	return latest, nil
+}
+
+// storeSnapshots lists "<name>/" in the store and calls add with the row of
+// every snapshot whose manifest and archive are stored and which the
+// catalog (when the Manager has one) lacks. It reads only those manifests,
+// never an archive; see adoptFromStore for locked and lockedErr.
+func (m *Manager) storeSnapshots(ctx context.Context, store, name string, add func(catalog.Snapshot) error) (locked string, lockedErr, err error) {
 	objs, err := m.Store.List(ctx, name+"/")
 	if err != nil {
 		return "", nil, err
@@ -795,8 +851,10 @@ func (m *Manager) adoptFromStore(ctx context.Context, store, name string) (locke
 		if !ok || p != name {
 			continue
 		}
-		if _, err := m.Catalog.GetSnapshot(ctx, store, id); errcode.Of(err) != errcode.SnapshotNotFound {
-			continue // known, or the catalog failed (reported by the caller's query)
+		if m.Catalog != nil {
+			if _, err := m.Catalog.GetSnapshot(ctx, store, id); errcode.Of(err) != errcode.SnapshotNotFound {
+				continue // known, or the catalog failed (reported by the caller's query)
+			}
 		}
 		man, err := m.getManifest(ctx, o.Key)
 		if errcode.Of(err) == errcode.DecryptFailed && encrypt.WrongKey(err) {
@@ -820,10 +878,9 @@ func (m *Manager) adoptFromStore(ctx context.Context, store, name string) (locke
 		if man.ID != id || !present[man.ArchiveKey] {
 			continue // an upload still in progress, or a damaged manifest
 		}
-		if err := m.Catalog.UpsertSnapshot(ctx, rowFromManifest(man, o.Key, store)); err != nil {
+		if err := add(rowFromManifest(man, o.Key, store)); err != nil {
 			return locked, lockedErr, err
 		}
-		m.log().Info("found a snapshot in the store that the catalog lacked", "id", id)
 	}
 	return locked, lockedErr, nil
 }
@@ -863,7 +920,9 @@ type VerifyResult struct {
 }
 
 // Verify reads a snapshot back from the store and checks the archive hash
-// and every file against the manifest, writing nothing. The manifest stored
+// and every file against the manifest, writing nothing but the catalog rows
+// of snapshots other machines stored. Without a Catalog (nil: none yet) it
+// finds the snapshot from the store's manifests alone. The manifest stored
 // beside the archive must exist and describe the same archive: without it
 // catalog rebuild and other machines do not see the snapshot.
 func (m *Manager) Verify(ctx context.Context, name, ref string) (_ *VerifyResult, err error) {

@@ -396,7 +396,10 @@ func profileCommands() []*cli.Command {
 		},
 		{
 			Name: "verify", Usage: "read a snapshot back from the store and check it against its manifest", ArgsUsage: "NAME [ID|latest]",
-			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+			Description: "Reads the archive from the store and checks its sha256 and every file against the stored manifest;\n" +
+				"it restores nothing. Without a catalog (a new home, or a machine that shares the store) it finds the\n" +
+				"snapshot from the store's manifests and creates neither the home nor the catalog.",
+			Action: withReadOnlyManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				if c.NArg() < 1 || c.NArg() > 2 {
 					return errcode.New(errcode.InvalidInput, "profile verify expects NAME [ID|latest]").WithHint("usage: director profile verify NAME [ID|latest]")
 				}

@@ -137,10 +137,10 @@ func TestErrorsExitCodesAndJSON(t *testing.T) {
 	}
 }
 
-// TestReadOnlyCommandsCreateNothing: audit, profile list and profile
-// snapshots on a home that does not exist report empty results (or the
-// error their arguments deserve) and create neither the home nor the
-// catalog.
+// TestReadOnlyCommandsCreateNothing: audit, profile list, profile path,
+// profile snapshots and profile verify on a home that does not exist report
+// empty results (or the error their arguments deserve, or that the store
+// has no such snapshot) and create neither the home nor the catalog.
 func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 	home := cliEnv(t)
 	cases := []struct {
@@ -158,6 +158,11 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 		{"profile snapshots", []string{"profile", "snapshots"}, 0, "", "snapshots"},
 		{"profile snapshots of a profile", []string{"profile", "snapshots", "work"}, 0, "", "snapshots"},
 		{"profile snapshots of a bad name", []string{"profile", "snapshots", "BAD NAME"}, 2, "invalid_input", ""},
+		{"profile path", []string{"profile", "path", "work"}, 1, "profile_not_found", ""},
+		{"profile verify", []string{"profile", "verify", "work"}, 1, "snapshot_not_found", ""},
+		{"profile verify latest", []string{"profile", "verify", "work", "latest"}, 1, "snapshot_not_found", ""},
+		{"profile verify of an id", []string{"profile", "verify", "work", "work-20261101T000000Z-abcd"}, 1, "snapshot_not_found", ""},
+		{"profile verify of a bad name", []string{"profile", "verify", "BAD NAME"}, 2, "invalid_input", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -174,6 +179,64 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 				t.Errorf("%s = %v, want an empty list", c.listKey, m[c.listKey])
 			}
 			if _, err := os.Stat(home); !os.IsNotExist(err) {
+				t.Errorf("the home %s was created (%v)", home, err)
+			}
+		})
+	}
+}
+
+// TestVerifyWithoutCatalog: profile verify on a machine without a catalog
+// (a home that does not exist, or one that holds no director.db) that
+// shares the store finds the snapshot from the store's manifests, latest
+// or by id, and still creates no catalog; a newest snapshot it cannot
+// decrypt fails with decrypt_failed, not with an older one or "none".
+func TestVerifyWithoutCatalog(t *testing.T) {
+	e := encryptedWork(t)
+	store := "file://" + filepath.Join(e.home, "snapshots")
+	code, out, errOut := e.d("--json", "profile", "snapshots", "work")
+	if code != 0 {
+		t.Fatalf("snapshots: %d %s", code, errOut)
+	}
+	id := decodeJSON(t, out)["snapshots"].([]any)[0].(map[string]any)["id"].(string)
+
+	cases := []struct {
+		name     string
+		makeHome bool // the home exists, without a catalog
+		args     []string
+		exit     int
+		code     string // error code, "" for success
+	}{
+		{"latest, no home", false, []string{"--age-identity", e.right, "profile", "verify", "work"}, 0, ""},
+		{"by id, no home", false, []string{"--age-identity", e.right, "profile", "verify", "work", id}, 0, ""},
+		{"latest, home without a catalog", true, []string{"--age-identity", e.right, "profile", "verify", "work", "latest"}, 0, ""},
+		{"latest without the identity", false, []string{"profile", "verify", "work"}, 1, "decrypt_failed"},
+		{"latest with another identity", true, []string{"--age-identity", e.wrong, "profile", "verify", "work"}, 1, "decrypt_failed"},
+		{"an id the store lacks", false, []string{"--age-identity", e.right, "profile", "verify", "work", "work-20261101T000000Z-abcd"}, 1, "snapshot_not_found"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			home := filepath.Join(t.TempDir(), "home")
+			if c.makeHome {
+				if err := os.Mkdir(home, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, out, errOut := runDirector(t, append([]string{"--home", home, "--store", store, "--json"}, c.args...)...)
+			if code != c.exit {
+				t.Fatalf("exit %d, want %d: %s %s", code, c.exit, out, errOut)
+			}
+			m := decodeJSON(t, out)
+			if c.code == "" {
+				if v, _ := m["verify"].(map[string]any); v["ok"] != true || v["id"] != id {
+					t.Errorf("verify %v, want ok of %s", m["verify"], id)
+				}
+			} else if e, _ := m["error"].(map[string]any); e["code"] != c.code {
+				t.Errorf("error %v, want %s", m["error"], c.code)
+			}
+			if _, err := os.Stat(filepath.Join(home, "director.db")); !os.IsNotExist(err) {
+				t.Errorf("the catalog was created (%v)", err)
+			}
+			if _, err := os.Stat(home); !c.makeHome && !os.IsNotExist(err) {
 				t.Errorf("the home %s was created (%v)", home, err)
 			}
 		})
