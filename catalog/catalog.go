@@ -295,6 +295,14 @@ func nullString(s string) any {
 	return s
 }
 
+// nullInt stores 0 as NULL.
+func nullInt(n int) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
 // now is the current time without its monotonic reading.
 func now() time.Time { return time.Now().UTC().Round(0) }
 

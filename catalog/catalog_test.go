@@ -9,12 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"director/errcode"
+	"director/internal/proc"
 )
 
 func openTemp(t *testing.T) *DB {
@@ -714,5 +717,122 @@ func TestNewID(t *testing.T) {
 		if ValidID(bad) {
 			t.Errorf("ValidID(%q) = true", bad)
 		}
+	}
+}
+
+// TestCloseDeadRuns: the running runs of this host whose process is gone
+// (a dead pid, or a pid now held by a process that started at another
+// time) are closed as failed, interrupted, with their active sessions ended
+// and given a session_end event; a live run, a run of another host and a
+// run recorded without its process stay running.
+func TestCloseDeadRuns(t *testing.T) {
+	ctx := context.Background()
+	db := openTemp(t)
+	self, err := proc.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	if err := child.Run(); err != nil { // exited and reaped: its pid is dead
+		t.Fatal(err)
+	}
+	dead := child.Process.Pid
+	cases := []struct {
+		name       string
+		run        Run
+		wantClosed bool
+	}{
+		{"live", Run{Host: self.Host, PID: self.PID, ProcStart: self.Start}, false},
+		{"dead pid", Run{Host: self.Host, PID: dead, ProcStart: self.Start}, true},
+		{"dead pid, start unknown", Run{Host: self.Host, PID: dead}, true},
+		// Only Linux records a start that could differ.
+		{"reused pid", Run{Host: self.Host, PID: self.PID, ProcStart: self.Start + "0"}, runtime.GOOS == "linux"},
+		{"another host", Run{Host: self.Host + ".elsewhere", PID: dead}, false},
+		{"recorded before migration 0004", Run{Host: "", PID: 0}, false},
+	}
+	type opened struct{ run, session string }
+	ids := make([]opened, len(cases))
+	for i, c := range cases {
+		r := c.run
+		r.Workflow = c.name
+		if c.run.PID == 0 {
+			r.ID = NewID()
+			// StartRun records this process when PID is 0: write the row
+			// the way a director before migration 0004 did.
+			if _, err := db.sql.ExecContext(ctx, `INSERT INTO runs (id, workflow, status, started_at) VALUES (?, ?, ?, ?)`,
+				r.ID, r.Workflow, RunRunning, fmtTime(now())); err != nil {
+				t.Fatal(err)
+			}
+		} else if r, err = db.StartRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		s, err := db.StartSession(ctx, Session{RunID: r.ID}) // incognito
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = opened{r.ID, s.ID}
+	}
+
+	a, err := db.CloseDeadRuns(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := db.GetRun(ctx, ids[i].run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := db.GetSession(ctx, ids[i].session)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs, err := db.ListEvents(ctx, EventFilter{Session: ids[i].session})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reported := slices.Contains(a.Runs, r.ID) && slices.Contains(a.Sessions, s.ID)
+			if !c.wantClosed {
+				if r.Status != RunRunning || s.State != SessionActive || len(evs) != 0 || reported {
+					t.Errorf("run %+v, session %+v, events %+v: want them left open", r, s, evs)
+				}
+				return
+			}
+			if r.Status != RunFailed || r.ErrorCode != string(errcode.Interrupted) || r.EndedAt.IsZero() {
+				t.Errorf("run %+v: want failed, interrupted, with an end time", r)
+			}
+			if s.State != SessionEnded || s.EndReason != "failed" || !reported {
+				t.Errorf("session %+v (reported %v): want ended, failed, and reported", s, reported)
+			}
+			if len(evs) != 1 || evs[0].Kind != EventSessionEnd || evs[0].ResultCode != string(errcode.Interrupted) {
+				t.Errorf("events %+v: want one session_end, interrupted", evs)
+			}
+		})
+	}
+	// Once closed, a run is not closed again.
+	if again, err := db.CloseDeadRuns(ctx); err != nil || len(again.Runs)+len(again.Sessions) != 0 {
+		t.Errorf("second sweep: %+v, %v; want nothing", again, err)
+	}
+}
+
+// TestMigrationRecordsRunProcess: a catalog of schema 3 gains the process
+// columns of runs; its running run reads back without a process, and
+// CloseDeadRuns, which cannot prove it dead, leaves it running.
+func TestMigrationRecordsRunProcess(t *testing.T) {
+	ctx := context.Background()
+	db := openMigrated(t, 3, `INSERT INTO runs (id, workflow, status, started_at) VALUES ('aaaaaa', 'old', 'running', '2026-01-01T00:00:00.000000000Z')`)
+	if a, err := db.CloseDeadRuns(ctx); err != nil || len(a.Runs) != 0 {
+		t.Errorf("CloseDeadRuns = %+v, %v; want nothing closed", a, err)
+	}
+	r, err := db.GetRun(ctx, "aaaaaa")
+	if err != nil || r.Status != RunRunning || r.Host != "" || r.PID != 0 || r.ProcStart != "" {
+		t.Errorf("old run = %+v, %v; want it running, without a process", r, err)
+	}
+	r, err = db.StartRun(ctx, Run{Workflow: "new"})
+	if self, _ := proc.Self(); err != nil || r.Host != self.Host || r.PID != self.PID || r.ProcStart != self.Start {
+		t.Fatalf("StartRun = %+v, %v; want this process (%+v)", r, err, self)
+	}
+	if got, err := db.GetRun(ctx, r.ID); err != nil || got.Host != r.Host || got.PID != r.PID || got.ProcStart != r.ProcStart {
+		t.Errorf("new run reads back as %+v, %v; want %+v", got, err, r)
 	}
 }

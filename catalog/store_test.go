@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -121,10 +122,11 @@ func TestSnapshotsArePerStore(t *testing.T) {
 	}
 }
 
-// A catalog written before migration 0002 keeps its rows, and the first
-// store that adopts them gets them all; a second store gets none.
-func TestMigrationAdoptsStorelessRows(t *testing.T) {
-	ctx := context.Background()
+// openMigrated opens a catalog that a director of schema version left with
+// the rows that the statements insert: Open then applies the later
+// migrations.
+func openMigrated(t *testing.T, version int, statements ...string) *DB {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "director.db")
 	raw, err := sql.Open("sqlite3", path)
 	if err != nil {
@@ -134,27 +136,35 @@ func TestMigrationAdoptsStorelessRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{
-		ms[0].sql,
-		"PRAGMA user_version = 1",
-		`INSERT INTO snapshots (id, profile, object_key, manifest_key, created_at) VALUES
-			('work-1', 'work', 'work/work-1.tar.zst', 'work/work-1.manifest.json', '2025-01-01T00:00:00.000000000Z'),
-			('work-2', 'work', 'work/work-2.tar.zst', 'work/work-2.manifest.json', '2025-01-02T00:00:00.000000000Z')`,
-	} {
+	var qs []string
+	for _, m := range ms[:version] {
+		qs = append(qs, m.sql)
+	}
+	qs = append(qs, fmt.Sprintf("PRAGMA user_version = %d", version))
+	for _, q := range append(qs, statements...) {
 		if _, err := raw.Exec(q); err != nil {
 			t.Fatal(err)
 		}
 	}
 	raw.Close()
-
-	db, err := Open(ctx, path)
+	db, err := Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	if v, _ := db.Version(ctx); v != SchemaVersion() || v < 2 {
+	t.Cleanup(func() { db.Close() })
+	if v, _ := db.Version(context.Background()); v != SchemaVersion() {
 		t.Fatalf("version %d after Open, want %d", v, SchemaVersion())
 	}
+	return db
+}
+
+// A catalog written before migration 0002 keeps its rows, and the first
+// store that adopts them gets them all; a second store gets none.
+func TestMigrationAdoptsStorelessRows(t *testing.T) {
+	ctx := context.Background()
+	db := openMigrated(t, 1, `INSERT INTO snapshots (id, profile, object_key, manifest_key, created_at) VALUES
+			('work-1', 'work', 'work/work-1.tar.zst', 'work/work-1.manifest.json', '2025-01-01T00:00:00.000000000Z'),
+			('work-2', 'work', 'work/work-2.tar.zst', 'work/work-2.manifest.json', '2025-01-02T00:00:00.000000000Z')`)
 	if legacy, err := db.LegacySnapshots(ctx); err != nil || len(legacy) != 2 {
 		t.Fatalf("LegacySnapshots = %d rows, %v; want 2", len(legacy), err)
 	}

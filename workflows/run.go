@@ -302,17 +302,18 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 			// With the lock held, no other run of the profile is alive:
 			// any still open in the catalog belongs to a killed director.
 			ab, aerr := r.Catalog.AbandonRuns(ctx, w.Profile)
-			if aerr != nil {
-				r.log().Warn("cannot close the runs a killed director left open", "profile", w.Profile, "err", aerr)
-			} else if len(ab.Runs)+len(ab.Sessions) > 0 {
-				r.log().Info("closed the runs a killed director left open", "profile", w.Profile, "runs", ab.Runs, "sessions", ab.Sessions)
-			}
+			r.logAbandoned("of profile "+w.Profile, ab, aerr)
 		}
 	}
 
 	// Record the run.
 	runID := ""
 	if r.Catalog != nil {
+		// Any run, incognito ones too (they hold no lock), whose director
+		// process on this host is gone was killed: close it before this
+		// one is recorded.
+		ab, aerr := r.Catalog.CloseDeadRuns(ctx)
+		r.logAbandoned("on this host", ab, aerr)
 		run, cerr := r.Catalog.StartRun(ctx, catalog.Run{Workflow: w.Name, File: w.File, Profile: w.Profile})
 		if cerr != nil {
 			r.log().Warn("cannot record the run in the catalog", "err", cerr)
@@ -793,4 +794,14 @@ func CatalogSink(db *catalog.DB) session.AuditSink {
 		return db.AddEvent(ctx, catalog.Event{At: e.At, SessionID: e.SessionID, Profile: e.Profile, Kind: e.Kind,
 			Action: e.Action, Tab: e.Tab, Domain: e.Domain, DurationMS: e.Duration.Milliseconds(), ResultCode: code, Detail: detail})
 	})
+}
+
+// logAbandoned logs what AbandonRuns or CloseDeadRuns closed (where says
+// whose runs), or that it failed: the run goes on either way.
+func (r *Runner) logAbandoned(where string, a catalog.Abandoned, err error) {
+	if err != nil {
+		r.log().Warn("cannot close the runs "+where+" that a killed director left open", "err", err)
+	} else if len(a.Runs)+len(a.Sessions) > 0 {
+		r.log().Info("closed the runs "+where+" that a killed director left open", "runs", a.Runs, "sessions", a.Sessions)
+	}
 }

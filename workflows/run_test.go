@@ -845,7 +845,8 @@ func TestSnapshotSkip(t *testing.T) {
 // its run "running" and its session "active" in the catalog. The next run
 // of that profile, holding the profile's lock, closes them (failed,
 // interrupted) and gives the session its session_end audit event. Runs of
-// other profiles and incognito runs, which it cannot prove dead, stay.
+// other profiles and incognito runs whose process (this test's) is alive
+// stay.
 func TestRunClosesWhatAKilledRunLeftOpen(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()

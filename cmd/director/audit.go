@@ -50,6 +50,13 @@ func auditCommands() []*cli.Command {
 			evs := []catalog.Event{}
 			if cat != nil {
 				defer cat.Close()
+				// A session whose director was killed shows its end: the
+				// runs on this host whose process is gone are closed first.
+				if a, err := cat.CloseDeadRuns(c.Context); err != nil {
+					g.Log.Warn("cannot close the runs on this host that a killed director left open", "err", err)
+				} else if len(a.Runs) > 0 {
+					g.Log.Info("closed the runs on this host that a killed director left open", "runs", a.Runs, "sessions", a.Sessions)
+				}
 				found, err := cat.ListEvents(c.Context, catalog.EventFilter{Profile: profile, Session: sessionID, Limit: c.Int("limit")})
 				if err != nil {
 					return err

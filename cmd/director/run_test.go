@@ -7,11 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"director/catalog"
+	"director/errcode"
 	"director/internal/testenv"
 	"director/internal/testsite"
 	"director/launcher"
@@ -437,5 +440,107 @@ func TestURLForLog(t *testing.T) {
 	code, out, errOut := runDirector(t, "--home", home, "--json", "run", wf, "--cdp-url", "ftp://u:SECRET@127.0.0.1:9222/x?token=SECRET")
 	if code != 2 || strings.Contains(out+errOut, "SECRET") || !strings.Contains(out, "scheme must be") {
 		t.Errorf("exit %d: %s %s", code, out, errOut)
+	}
+}
+
+// TestKilledIncognitoRunIsClosed: an incognito `director run` killed with
+// SIGKILL mid-step leaves its run running and its session active, and no
+// profile lock ever proves it dead. The next `director run`, or `director
+// audit`, finds that the run's process on this host is gone and closes it:
+// failed, interrupted, its session ended with a session_end event. Both
+// stayed open for ever.
+func TestKilledIncognitoRunIsClosed(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finds Chrome through /proc")
+	}
+	needChrome(t)
+	site := testsite.New(t)
+	cases := []struct {
+		name  string
+		sweep func(t *testing.T, home, dir string)
+	}{
+		{"by the next run", func(t *testing.T, home, dir string) {
+			next := writeWF(t, dir, "next.yaml", "name: next\nprofile: null\nsteps:\n  - navigate: "+site.At("/")+"\n")
+			if code, out, errOut := runDirector(t, "--home", home, "run", next); code != 0 {
+				t.Fatalf("next run: exit %d: %s %s", code, out, errOut)
+			}
+		}},
+		{"by audit", func(t *testing.T, home, _ string) {
+			if code, out, errOut := runDirector(t, "--home", home, "audit"); code != 0 {
+				t.Fatalf("audit: exit %d: %s %s", code, out, errOut)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			home, dir := cliEnv(t), t.TempDir()
+			// A short TMPDIR for the incognito profile: Chrome refuses a
+			// SingletonSocket path longer than a Unix socket's (t.TempDir's
+			// are, with the test's name in them).
+			tmp, err := os.MkdirTemp("", "dkr")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(tmp) })
+			addr, requested, _ := hungStore(t) // a page that never loads
+			wf := writeWF(t, dir, "hang.yaml", `name: hang
+profile: null
+browser: {headless: true, timeout: 1h}
+session: {idle_timeout: 1h, max_duration: 2h}
+steps:
+  - navigate: http://`+addr+`/
+`)
+			cmd := exec.Command(os.Args[0], "--home", home, "run", wf)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			chrome := 0
+			t.Cleanup(func() { // after director's end (cleanups run last first)
+				if chrome != 0 {
+					_ = syscall.Kill(-chrome, syscall.SIGKILL) // its own process group
+				}
+			})
+			p := startMain(t, cmd, stderr.String, "TMPDIR="+tmp)
+			p.waitFor(t, requested, "Chrome asked for the page")
+			if dirs, _ := filepath.Glob(filepath.Join(tmp, "director-incognito-*")); len(dirs) == 1 {
+				chrome = chromeOf(cmd.Process.Pid, dirs[0])
+			}
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			p.exitCode(t, "SIGKILL")
+
+			cat, err := catalog.Open(context.Background(), filepath.Join(home, "director.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cat.Close()
+			runs, err := cat.ListRuns(context.Background(), "", 0)
+			if err != nil || len(runs) != 1 || runs[0].Status != catalog.RunRunning || runs[0].PID != cmd.Process.Pid {
+				t.Fatalf("runs after the kill: %+v, %v; want the killed one, running, with its pid", runs, err)
+			}
+			killed := runs[0]
+			sessions, err := cat.ListSessions(context.Background(), "", 0)
+			if err != nil || len(sessions) != 1 || sessions[0].State != catalog.SessionActive {
+				t.Fatalf("sessions after the kill: %+v, %v; want one active", sessions, err)
+			}
+			session := sessions[0]
+
+			c.sweep(t, home, dir)
+
+			if r, err := cat.GetRun(context.Background(), killed.ID); err != nil || r.Status != catalog.RunFailed || r.ErrorCode != string(errcode.Interrupted) || r.EndedAt.IsZero() {
+				t.Errorf("the killed run: %+v, %v; want failed, interrupted, ended", r, err)
+			}
+			if s, err := cat.GetSession(context.Background(), session.ID); err != nil || s.State != catalog.SessionEnded || s.EndReason != "failed" {
+				t.Errorf("the killed run's session: %+v, %v; want ended, failed", s, err)
+			}
+			code, out, _ := runDirector(t, "--home", home, "--json", "audit", "--session", session.ID)
+			var res struct{ Events []catalog.Event }
+			if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 {
+				t.Fatalf("audit: exit %d %v: %s", code, err, out)
+			}
+			if len(res.Events) == 0 || res.Events[0].Kind != catalog.EventSessionEnd || res.Events[0].ResultCode != string(errcode.Interrupted) {
+				t.Errorf("the killed session's newest event: %+v; want session_end, interrupted", res.Events)
+			}
+		})
 	}
 }

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package proc
+
+// Stat is Linux only: ok is always false here.
+func Stat(pid int) (state byte, startTicks int64, ok bool) { return 0, 0, false }
+
+// start is unknown outside Linux.
+func start(pid int) (string, bool) { return "", false }
+
+func zombie(pid int) bool { return false }
