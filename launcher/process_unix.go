@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"director/internal/proc"
 )
 
 // processAlive reports whether pid is a live process on this host. On Linux
@@ -31,24 +33,8 @@ func processAlive(pid int, lockTime int64) (alive bool, why string) {
 // processStart returns the start time of pid in unix seconds from /proc
 // (Linux only; ok is false elsewhere).
 func processStart(pid int) (int64, bool) {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	// Fields after the command name, which is in parentheses and may hold
-	// spaces: field 3 is the state, field 22 the start time in clock ticks
-	// since boot.
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, false
-	}
-	ticks, err := strconv.ParseInt(f[19], 10, 64)
-	if err != nil {
+	_, ticks, ok := proc.Stat(pid)
+	if !ok {
 		return 0, false
 	}
 	boot, ok := bootTime()
@@ -75,14 +61,6 @@ func bootTime() (int64, bool) {
 
 // isZombie reports whether pid has exited but not been reaped (Linux only).
 func isZombie(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return false
-	}
-	return s[i+2] == 'Z'
+	state, _, ok := proc.Stat(pid)
+	return ok && state == 'Z'
 }
