@@ -2,8 +2,8 @@
 --
 -- host, pid and proc_start name the director process of a running run: its
 -- machine's hostname, its pid, and what tells it from a later process given
--- the same pid (on Linux the boot id and the start time in clock ticks from
--- /proc/PID/stat; NULL where the system does not say). A run still marked
+-- the same pid (on Linux the boot id, the pid namespace and the start time
+-- in clock ticks from /proc/PID/stat; NULL where the system does not say). A run still marked
 -- running whose process is gone, or whose pid now belongs to another
 -- process, was killed (kill -9, a crash, a reboot): DB.CloseDeadRuns closes
 -- it. That is the only proof an incognito run has, since it holds no profile

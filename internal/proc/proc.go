@@ -11,8 +11,8 @@ type Process struct {
 	Host string // os.Hostname of the machine it runs on
 	PID  int
 	// Start tells this process from a later one given the same pid: on
-	// Linux "<boot id>:<start time in clock ticks since boot>"; "" where the
-	// system does not say.
+	// Linux "<boot id>:<pid namespace>:<start time in clock ticks since
+	// boot>"; "" where the system does not say.
 	Start string
 }
 
@@ -29,15 +29,20 @@ func Self() (Process, error) {
 
 // Alive reports whether p, a process of this host, still runs. A pid that
 // now belongs to another process (its start differs, or the machine has
-// rebooted since) and a zombie (exited, not yet reaped) are not alive. When
-// nothing can be read of the pid but that it exists (a recorded Start
-// cannot be compared, or none was recorded), it counts as alive: only a
-// process proven gone is reported dead.
+// rebooted since) and a zombie (exited, not yet reaped) are not alive. A
+// pid recorded in another pid namespace (a container that shares the
+// hostname) cannot be looked up here and counts as alive, and so does one
+// of which nothing can be read but that it exists (a recorded Start cannot
+// be compared, or none was recorded): only a process proven gone is
+// reported dead.
 func Alive(p Process) bool {
 	if p.PID <= 0 {
 		return true // not a pid: nothing proves it gone
 	}
 	if p.Start != "" {
+		if alive, decided := judge(p.Start); decided {
+			return alive
+		}
 		if cur, ok := start(p.PID); ok {
 			return cur == p.Start && !zombie(p.PID)
 		}

@@ -32,20 +32,53 @@ func Stat(pid int) (state byte, startTicks int64, ok bool) {
 	return f[0][0], ticks, true
 }
 
-// start is "<boot id>:<start ticks>" of pid: the boot id makes a process of
-// an earlier boot differ from any of this one.
+// start is "<boot id>:<pid namespace>:<start ticks>" of pid, which must be
+// a pid of this process's namespace: the boot id makes a process of an
+// earlier boot differ from any of this one, and the namespace (the inode of
+// /proc/self/ns/pid) says where the pid means that process (a container
+// with the same hostname has pids of its own).
 func start(pid int) (string, bool) {
-	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
+	boot, ns, ok := bootAndNamespace()
+	if !ok {
 		return "", false
 	}
 	_, ticks, ok := Stat(pid)
 	if !ok {
 		return "", false
 	}
-	return strings.TrimSpace(string(boot)) + ":" + strconv.FormatInt(ticks, 10), true
+	return boot + ":" + ns + ":" + strconv.FormatInt(ticks, 10), true
 }
 
+func bootAndNamespace() (boot, ns string, ok bool) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", "", false
+	}
+	link, err := os.Readlink("/proc/self/ns/pid") // "pid:[4026531836]"
+	if err != nil {
+		return "", "", false
+	}
+	return strings.TrimSpace(string(b)), strings.TrimSuffix(strings.TrimPrefix(link, "pid:["), "]"), true
+}
+
+// judge decides from a recorded start alone, when it can: a process of an
+// earlier boot is gone (dead), and the pid of another pid namespace cannot
+// be looked up from here (not dead).
+func judge(recorded string) (alive, decided bool) {
+	boot, ns, ok := bootAndNamespace()
+	if !ok {
+		return false, false
+	}
+	rboot, rest, _ := strings.Cut(recorded, ":")
+	rns, _, _ := strings.Cut(rest, ":")
+	switch {
+	case rboot != boot:
+		return false, true
+	case rns != ns:
+		return true, true
+	}
+	return false, false
+}
 func zombie(pid int) bool {
 	state, _, ok := Stat(pid)
 	return ok && state == 'Z'

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -31,6 +32,8 @@ func TestAlive(t *testing.T) {
 	}
 	dead := deadPID(t)
 	_, ticks, _ := Stat(self.PID)
+	boot, ns, _ := strings.Cut(self.Start, ":")
+	ns, _, _ = strings.Cut(ns, ":")
 	cases := []struct {
 		name      string
 		p         Process
@@ -43,7 +46,10 @@ func TestAlive(t *testing.T) {
 		{"a dead pid, start not recorded", Process{Host: self.Host, PID: dead}, false, false},
 		{"not a pid", Process{Host: self.Host}, true, false},
 		{"this pid reused: another start", Process{Host: self.Host, PID: self.PID, Start: self.Start + "1"}, false, true},
-		{"this pid of an earlier boot", Process{Host: self.Host, PID: self.PID, Start: fmt.Sprintf("another-boot:%d", ticks)}, false, true},
+		{"this pid of an earlier boot", Process{Host: self.Host, PID: self.PID, Start: fmt.Sprintf("another-boot:%s:%d", ns, ticks)}, false, true},
+		{"a dead pid of an earlier boot", Process{Host: self.Host, PID: dead, Start: fmt.Sprintf("another-boot:%s:%d", ns, ticks)}, false, true},
+		{"a dead pid of another pid namespace", Process{Host: self.Host, PID: dead, Start: fmt.Sprintf("%s:1:%d", boot, ticks)}, true, true},
+		{"this pid of another pid namespace, another start", Process{Host: self.Host, PID: self.PID, Start: fmt.Sprintf("%s:1:%d", boot, ticks+1)}, true, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
