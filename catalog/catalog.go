@@ -123,7 +123,7 @@ func notACatalog(err error, path string) error {
 			"no space left on the disk holding the catalog %s", path)
 	}
 	return errcode.Hinted(err, errcode.Internal,
-		"if the file is damaged, move it away and run: director catalog rebuild",
+		"if the file is damaged, move it away and run: `director catalog rebuild`",
 		"cannot read the catalog %s", path)
 }
 
@@ -243,7 +243,7 @@ func (db *DB) apply(ctx context.Context, m migration, known int) error {
 	}
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return errcode.Hinted(err, errcode.Internal,
-			"the catalog may not be director's; move it away and run: director catalog rebuild",
+			"the catalog may not be director's; move it away and run: `director catalog rebuild`",
 			"catalog migration %s failed", m.name)
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
@@ -330,7 +330,7 @@ func queryErr(err error, what string) error {
 			"free space on the disk that holds director's home (--home / DIRECTOR_HOME), or move the home to another disk; the catalog is not damaged: do not move it away",
 			"catalog: %s: no space left on the disk holding the catalog", what)
 	}
-	return errcode.Hinted(err, errcode.Internal, "if the catalog is damaged, move it away and run: director catalog rebuild", "catalog: %s", what)
+	return errcode.Hinted(err, errcode.Internal, "if the catalog is damaged, move it away and run: `director catalog rebuild`", "catalog: %s", what)
 }
 
 // diskFull says whether SQLite failed because the file system holding the

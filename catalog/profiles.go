@@ -90,7 +90,7 @@ func (db *DB) GetProfile(ctx context.Context, name string) (Profile, error) {
 	p, err := scanProfile(db.sql.QueryRowContext(ctx, `SELECT `+profileCols+` FROM profiles WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, errcode.New(errcode.ProfileNotFound, "profile %q is not in the catalog", name).
-			WithHint("list profiles with: director profile list, or create it with: director profile create %s", name)
+			WithHint("list profiles with: `director profile list`, or create it with: `director profile create %s`", name)
 	}
 	if err != nil {
 		return p, queryErr(err, "cannot read profile "+name)

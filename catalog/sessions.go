@@ -85,7 +85,7 @@ func (db *DB) EndSession(ctx context.Context, id string, e SessionEnd) error {
 
 func sessionNotFound(id string) error {
 	return errcode.New(errcode.SessionNotFound, "no session %q in the catalog", id).
-		WithHint("list recent sessions with: director audit")
+		WithHint("list recent sessions with: `director audit`")
 }
 
 const sessionCols = `id, profile, state, started_at, ended_at, end_reason, action_count, run_id`

@@ -47,10 +47,10 @@ const identityHint = "set " + EnvIdentity + " (or " + FlagIdentity + ") to the i
 // missingIdentityHint is the next step when the identity file named does
 // not exist: the right one, or, before any snapshot was encrypted, a new one.
 const missingIdentityHint = "point " + EnvIdentity + " (or " + FlagIdentity + ") at the identity file whose public key " +
-	"your snapshots are encrypted to (a new key cannot decrypt them); only if none was made yet, create one with: director key generate"
+	"your snapshots are encrypted to (a new key cannot decrypt them); only if none was made yet, create one with: `director key generate`"
 
 const recipientsHint = "set " + EnvRecipients + " (or " + FlagRecipients + ") to age1… public keys separated by " +
-	"commas, or to a recipients file; director key generate prints one"
+	"commas, or to a recipients file; `director key generate` prints one"
 
 // IsEncrypted reports whether prefix, the first bytes of a file (at least
 // SniffLen of them), starts an age-encrypted file.
@@ -163,7 +163,7 @@ func LoadIdentities(path string) ([]age.Identity, error) {
 	if !bytes.Contains(bytes.ToUpper(data), []byte(secretPrefix)) {
 		if _, rerr := age.ParseRecipients(bytes.NewReader(data)); rerr == nil {
 			return nil, errcode.New(errcode.DecryptFailed, "%s is not an age identity: it holds age1… public keys (recipients)", path).
-				WithHint("it holds only public keys, which encrypt but cannot decrypt: give the identity file (the secret key, from director key generate) that they belong to; a recipients file goes in %s", EnvRecipients)
+				WithHint("it holds only public keys, which encrypt but cannot decrypt: give the identity file (the secret key, from `director key generate`) that they belong to; a recipients file goes in %s", EnvRecipients)
 		}
 		return nil, errcode.New(errcode.DecryptFailed, "%s is not an age identity: it holds no %s… line", path, secretPrefix).
 			WithHint("%s", identityHint)
@@ -327,11 +327,11 @@ func (s *srcReader) classify(err error, header bool) error {
 		return errcode.Hinted(err, errcode.DecryptFailed, identityHint, "the snapshot was encrypted to another key")
 	case header:
 		return errcode.Hinted(err, errcode.DecryptFailed,
-			"the snapshot's encryption header is damaged or it is not an age file; restore another snapshot (director profile snapshots NAME)",
+			"the snapshot's encryption header is damaged or it is not an age file; restore another snapshot (`director profile snapshots NAME`)",
 			"cannot decrypt the snapshot")
 	default:
 		return errcode.Hinted(err, errcode.DecryptFailed,
-			"the encrypted snapshot was modified or truncated in the store; restore another snapshot (director profile snapshots NAME)",
+			"the encrypted snapshot was modified or truncated in the store; restore another snapshot (`director profile snapshots NAME`)",
 			"the encrypted snapshot is damaged")
 	}
 }

@@ -76,7 +76,7 @@ func problemHint(p Problem) string {
 	case ProblemTimeout:
 		return "the store did not answer in time; check the network and retry"
 	default:
-		return "retry; if it keeps failing run: director store check"
+		return "retry; if it keeps failing run: `director store check`"
 	}
 }
 
@@ -101,7 +101,7 @@ func fail(store Store, what string, p Problem, transient bool, hint string, caus
 
 func notFound(store Store, key string) error {
 	return fail(store, fmt.Sprintf("get %q", key), ProblemNotFound, false,
-		"list what the store holds with: director profile snapshots (or director catalog rebuild)",
+		"list what the store holds with: `director profile snapshots` (or `director catalog rebuild`)",
 		errors.New("no such object"))
 }
 

@@ -486,7 +486,7 @@ func interrupted(err error) error {
 		return err
 	}
 	return errcode.Hinted(err, errcode.StorageUnavailable,
-		errcode.HintOf(err)+"; the upload was abandoned and left no object: run the command again once the store is back (director store check tells when)",
+		errcode.HintOf(err)+"; the upload was abandoned and left no object: run the command again once the store is back (`director store check` tells when)",
 		"upload interrupted")
 }
 

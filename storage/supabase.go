@@ -480,7 +480,7 @@ func (s *supabaseStore) Put(ctx context.Context, key string, r io.Reader, size i
 		if !isTransient(cerr) || attempt >= attempts {
 			if isTransient(cerr) && !canReplay {
 				return errcode.Hinted(cerr, errcode.StorageUnavailable,
-					errcode.HintOf(cerr)+"; the upload was streamed and cannot be replayed, so it was not retried, and it left no object: run the command again once the store is back (director store check tells when)",
+					errcode.HintOf(cerr)+"; the upload was streamed and cannot be replayed, so it was not retried, and it left no object: run the command again once the store is back (`director store check` tells when)",
 					"upload interrupted")
 			}
 			return interrupted(cerr)

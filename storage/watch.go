@@ -61,9 +61,9 @@ func (e *stallError) Error() string {
 
 func (e *stallError) hint() string {
 	if e.upload {
-		return fmt.Sprintf("the store stopped reading the upload (no progress for %s): it is hung or overloaded, or the network dropped; run the command again once director store check passes", e.idle)
+		return fmt.Sprintf("the store stopped reading the upload (no progress for %s): it is hung or overloaded, or the network dropped; run the command again once `director store check` passes", e.idle)
 	}
-	return fmt.Sprintf("the store stopped sending data (no byte for %s): it is hung or overloaded, or the network dropped; retry once director store check passes", e.idle)
+	return fmt.Sprintf("the store stopped sending data (no byte for %s): it is hung or overloaded, or the network dropped; retry once `director store check` passes", e.idle)
 }
 
 // deadlineErr returns the coded error of a call that ran into one of the
@@ -80,7 +80,7 @@ func deadlineErr(store Store, what string, err error) error {
 	var ce *callTimeoutError
 	if errors.As(err, &ce) {
 		return fail(store, what, ProblemTimeout, false,
-			fmt.Sprintf("the store did not answer within %s: it is down, hung or overloaded, or the network dropped; check it with: director store check", ce.d), err)
+			fmt.Sprintf("the store did not answer within %s: it is down, hung or overloaded, or the network dropped; check it with: `director store check`", ce.d), err)
 	}
 	return nil
 }

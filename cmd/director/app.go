@@ -112,7 +112,7 @@ var defaultHints = map[errcode.Code]string{
 	errcode.BrowserLaunchFailed: "check --chrome / CHROME_PATH; --log-level debug shows the command line",
 	errcode.InvalidAction:       "fix the workflow step named in the message",
 	errcode.InvalidInput:        "run `director --help`",
-	errcode.HumanRequired:       "log in again by hand: director profile open NAME --snapshot",
+	errcode.HumanRequired:       "log in again by hand: `director profile open NAME --snapshot`",
 	errcode.ProfileInUse:        "wait for the other director command or Chrome on this profile to finish, then retry",
 	errcode.ProfileNotFound:     "list profiles with `director profile list`, or create one with `director profile create NAME`",
 	errcode.SnapshotNotFound:    "list snapshots with `director profile snapshots NAME`",

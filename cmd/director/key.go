@@ -134,7 +134,7 @@ func keyRecipient(c *cli.Context) error {
 	}
 	if path == "" {
 		return errcode.New(errcode.InvalidInput, "key recipient needs an identity file").
-			WithHint("give it as FILE, or set DIRECTOR_AGE_IDENTITY (--age-identity); create one with: director key generate")
+			WithHint("give it as FILE, or set DIRECTOR_AGE_IDENTITY (--age-identity); create one with: `director key generate`")
 	}
 	ids, err := encrypt.LoadIdentities(path)
 	if err != nil {
@@ -148,7 +148,7 @@ func keyRecipient(c *cli.Context) error {
 	}
 	if len(res.Recipients) == 0 {
 		return errcode.New(errcode.InvalidInput, "%s holds no identity with a public key", path).
-			WithHint("generate one with: director key generate")
+			WithHint("generate one with: `director key generate`")
 	}
 	g.emit(res, func(w io.Writer) {
 		for _, r := range res.Recipients {
