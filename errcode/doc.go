@@ -4,7 +4,12 @@
 //
 // A hint that gives a command to run writes it in backticks, starting with
 // the program's name: "restore another snapshot (`director profile snapshots
-// NAME`)", so that every command a hint gives is marked the same way.
+// NAME`)". Only such commands are commands: where a hint is printed,
+// cmd/director makes each of them name the --home and --store the failing
+// command ran with, when they are not the defaults, so that a pasted
+// command acts on the same home and store. The packages that write hints
+// need not know those. Placeholders (NAME, URL) stay as written, and a
+// command that names --store itself keeps its own.
 //
 // It is a leaf: it imports only the standard library, so every other package,
 // including snapshot and storage, may use it without reaching up.

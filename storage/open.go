@@ -158,6 +158,11 @@ func badURL(rawURL, format string, args ...any) *errcode.Error {
 	return errcode.New(errcode.InvalidInput, "bad store URL %q: "+format, append([]any{redactURL(rawURL)}, args...)...).WithHint(urlHint)
 }
 
+// Redact returns a store URL as it may be shown (in logs, errors and the
+// commands that hints give) without any secret it holds, as redactURL says;
+// an opened store's String() is shorter still.
+func Redact(rawURL string) string { return redactURL(rawURL) }
+
 // redactURL drops any user:password@ part so that secrets never reach logs,
 // also from the endpoint parameter (endpoint=https://KEY:SECRET@host), and
 // the values of query parameters other than endpoint, region and insecure

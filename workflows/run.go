@@ -68,11 +68,6 @@ type Runner struct {
 	// RemoteBrowser says the run attaches to a browser that keeps its own
 	// profile (director run --cdp-url), so a lost login is fixed there.
 	RemoteBrowser bool
-	// Command is how a hint names director so that the command it gives
-	// works when pasted: "director" (when empty) followed by the global
-	// flags that chose this run's home and store, such as
-	// "director --home /srv/director".
-	Command string
 	// ForceRestore restores a snapshot written by a newer Chrome than the
 	// one that will open it (director run --force).
 	ForceRestore bool
@@ -543,11 +538,7 @@ func (r *Runner) humanRequired(w *Workflow, res *Result, err error) error {
 			"log in again by hand in the remote browser given by --cdp-url: it keeps its own profile, which director neither restores nor snapshots",
 			"the remote browser needs a human (workflow %s)", w.Name)
 	}
-	director := r.Command
-	if director == "" {
-		director = "director"
-	}
-	cmd := director + " profile open " + w.Profile
+	cmd := "director profile open " + w.Profile // in backticks below
 	if w.LoginCheck != nil {
 		cmd += " --url " + shellquote.Quote(w.LoginCheck.URL)
 	}
@@ -557,7 +548,7 @@ func (r *Runner) humanRequired(w *Workflow, res *Result, err error) error {
 		kept = "it has no snapshot yet"
 	}
 	return errcode.Hinted(err, errcode.HumanRequired,
-		"log in again by hand, which also takes a fresh snapshot: "+cmd,
+		"log in again by hand, which also takes a fresh snapshot: `"+cmd+"`",
 		"profile %s needs a human (%s)", w.Profile, kept)
 }
 

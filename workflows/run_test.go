@@ -557,8 +557,9 @@ steps:
 }
 
 // TestHumanRequiredHint: the hint of a lost login says where to log in
-// again: the local profile (with the login check's URL), the remote
-// browser of --cdp-url, or nowhere for an incognito run.
+// again: the local profile (with the login check's URL, as a command in
+// backticks, which cmd/director makes name the run's home and store), the
+// remote browser of --cdp-url, or nowhere for an incognito run.
 func TestHumanRequiredHint(t *testing.T) {
 	cause := errcode.New(errcode.HumanRequired, "login wall")
 	local := &Workflow{Name: "refresh", Profile: "web", LoginCheck: &LoginCheck{URL: "https://example.com/account"}}
@@ -568,10 +569,9 @@ func TestHumanRequiredHint(t *testing.T) {
 		w        *Workflow
 		has, not string
 	}{
-		{"local profile", Runner{}, local, "director profile open web --url https://example.com/account --snapshot", "--cdp-url"},
+		{"local profile", Runner{}, local, "`director profile open web --url https://example.com/account --snapshot`", "--cdp-url"},
 		{"a URL the shell would cut", Runner{}, &Workflow{Name: "refresh", Profile: "web", LoginCheck: &LoginCheck{URL: "https://example.com/account?a=1&next=/x y"}},
-			"director profile open web --url 'https://example.com/account?a=1&next=/x y' --snapshot", "--cdp-url"},
-		{"another home", Runner{Command: "director --home /srv/d"}, local, "director --home /srv/d profile open web --url https://example.com/account --snapshot", "--cdp-url"},
+			"`director profile open web --url 'https://example.com/account?a=1&next=/x y' --snapshot`", "--cdp-url"},
 		{"remote browser", Runner{RemoteBrowser: true}, local, "remote browser given by --cdp-url", "profile open"},
 		{"incognito", Runner{}, &Workflow{Name: "x", Incognito: true}, "cannot keep a login", "profile open"},
 	}

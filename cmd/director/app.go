@@ -51,7 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if isUsageError(err) {
 		err = errcode.Hinted(err, errcode.InvalidInput, fmt.Sprintf("run `%s --help`", path), "invalid arguments")
 	}
-	reportError(stdout, stderr, jsonRequested(args), err)
+	reportError(stdout, stderr, jsonRequested(args), app.Metadata["globals"].(*globals).hints, err)
 	return errcode.ExitStatus(err)
 }
 
@@ -124,13 +124,14 @@ var defaultHints = map[errcode.Code]string{
 	errcode.Internal:            "rerun with --log-level debug; if it persists, report it with that output",
 }
 
-// hintFor is err's own hint, or its code's default one.
-func hintFor(err error) string {
+// hintFor is err's own hint, or its code's default one, its commands
+// naming director as inv does.
+func hintFor(inv invocation, err error) string {
 	if h := errcode.HintOf(err); strings.TrimSpace(h) != "" {
-		return h
+		return inv.hint(h)
 	}
 	if h, ok := defaultHints[errcode.Of(err)]; ok {
-		return h
+		return inv.hint(h)
 	}
 	return defaultHints[errcode.Internal]
 }
@@ -147,23 +148,23 @@ func oneLine(s string) string {
 // reportError prints err: one JSON object {"status":"error","error":{code,
 // message, hint}} on stdout under --json, else one line on stderr:
 // "director: MESSAGE [CODE]; hint: HINT".
-func reportError(stdout, stderr io.Writer, asJSON bool, err error) {
+func reportError(stdout, stderr io.Writer, asJSON bool, inv invocation, err error) {
 	if asJSON {
-		writeJSON(stdout, errorObject(err))
+		writeJSON(stdout, errorObject(inv, err))
 		return
 	}
-	fmt.Fprintf(stderr, "director: %s [%s]; hint: %s\n", oneLine(err.Error()), errcode.Of(err), oneLine(hintFor(err)))
+	fmt.Fprintf(stderr, "director: %s [%s]; hint: %s\n", oneLine(err.Error()), errcode.Of(err), oneLine(hintFor(inv, err)))
 }
 
 // errorObject is err as the JSON object of --json. A command that has more
 // to say embeds it in its own object, prints that, and returns
 // reportedError.
-func errorObject(err error) errorJSON {
+func errorObject(inv invocation, err error) errorJSON {
 	var out errorJSON
 	out.Status = "error"
 	out.Error.Code = errcode.Of(err)
 	out.Error.Message = err.Error()
-	out.Error.Hint = hintFor(err)
+	out.Error.Hint = hintFor(inv, err)
 	return out
 }
 
@@ -182,6 +183,8 @@ type globals struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Log    *slog.Logger
+	// hints names director in the commands hints give (newInvocation).
+	hints invocation
 }
 
 // ProfilesDir is where local profiles live.
@@ -262,6 +265,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				return errcode.Wrap(err, errcode.InvalidInput, "bad --home %q", g.Home)
 			}
 			g.Home = abs
+			g.hints = newInvocation(c, g)
+			setQuitHints(c.Context, g.hints)
 			return nil
 		},
 		Commands: commands(),

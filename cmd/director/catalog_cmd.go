@@ -29,7 +29,7 @@ func catalogCommands() []*cli.Command {
 					writeJSON(g.Stdout, struct {
 						errorJSON
 						Rebuild *profiles.RebuildResult `json:"rebuild"`
-					}{errorObject(err), res})
+					}{errorObject(g.hints, err), res})
 					return reportedError{err}
 				}
 				if err != nil {
@@ -43,8 +43,8 @@ func catalogCommands() []*cli.Command {
 					}
 					for _, key := range res.Strays {
 						profile, _, _ := strings.Cut(key, "/")
-						fmt.Fprintf(w, "  stray %s: an archive without its manifest (a snapshot or prune killed midway); `director profile prune %s` removes it once it is %s old\n",
-							key, profile, profiles.StrayGrace)
+						fmt.Fprintf(w, "  stray %s: an archive without its manifest (a snapshot or prune killed midway); `%s` removes it once it is %s old\n",
+							key, g.hints.command("profile prune "+profile), profiles.StrayGrace)
 					}
 				})
 				return nil

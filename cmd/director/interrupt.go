@@ -19,6 +19,9 @@ type interrupts struct {
 	mu       sync.Mutex
 	count    int // signals received
 	graceful int // how many of them stop gracefully
+	// hints names director in the hint of a quit at once, as the command's
+	// own hints do (setQuitHints).
+	hints invocation
 }
 
 type interruptsKey struct{}
@@ -29,6 +32,24 @@ func (in *interrupts) next() bool {
 	defer in.mu.Unlock()
 	in.count++
 	return in.count <= in.graceful
+}
+
+// setQuitHints makes the hint printed when a signal quits at once name
+// director as inv does. Without the main program's interrupts in ctx it
+// does nothing.
+func setQuitHints(ctx context.Context, inv invocation) {
+	if in, ok := ctx.Value(interruptsKey{}).(*interrupts); ok {
+		in.mu.Lock()
+		in.hints = inv
+		in.mu.Unlock()
+	}
+}
+
+// quitHints is the invocation setQuitHints recorded.
+func (in *interrupts) quitHints() invocation {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.hints
 }
 
 // allowAnotherInterrupt lets the next Ctrl-C or SIGTERM stop a stage of the

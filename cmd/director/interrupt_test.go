@@ -18,6 +18,7 @@ import (
 
 	"director/catalog"
 	"director/errcode"
+	"director/internal/shellquote"
 	"director/internal/testsite"
 )
 
@@ -141,7 +142,8 @@ func TestSecondInterruptQuitsAtOnce(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			home := withProfile(t)
 			addr, requested, closed := hungStore(t)
-			args := []string{"--home", home, "--store", "s3://bucket/p?endpoint=" + addr + "&insecure=true",
+			store := "s3://bucket/p?endpoint=" + addr + "&insecure=true"
+			args := []string{"--home", home, "--store", store,
 				"--store-call-timeout", "1h", "--store-idle-timeout", "1h", "--insecure-no-encryption"}
 			if c.json {
 				args = append(args, "--json")
@@ -164,6 +166,11 @@ func TestSecondInterruptQuitsAtOnce(t *testing.T) {
 			if code := p.exitCode(t, "a second "+c.sig.String()); code != 1 {
 				t.Errorf("exit %d, want 1: %s", code, p.output())
 			}
+			// Its command names the home and store that were stopped on.
+			prune := "`director --home " + shellquote.Quote(home) + " --store " + shellquote.Quote(store) + " profile prune NAME`"
+			if out := p.output(); strings.Contains(out, "secret-key") {
+				t.Errorf("output shows the key: %q", out)
+			}
 			if c.json {
 				var got errorJSON
 				dec := json.NewDecoder(&stdout)
@@ -173,8 +180,8 @@ func TestSecondInterruptQuitsAtOnce(t *testing.T) {
 				if dec.More() {
 					t.Errorf("more than one JSON object on stdout")
 				}
-				if got.Error.Code != errcode.Interrupted || !strings.Contains(got.Error.Message, "interrupted again") || got.Error.Hint == "" {
-					t.Errorf("error %+v: want interrupted, \"interrupted again\", a hint", got.Error)
+				if got.Error.Code != errcode.Interrupted || !strings.Contains(got.Error.Message, "interrupted again") || !strings.Contains(got.Error.Hint, prune) {
+					t.Errorf("error %+v: want interrupted, \"interrupted again\", a hint with %s", got.Error, prune)
 				}
 				if stderr.Len() != 0 {
 					t.Errorf("stderr under --json: %q", stderr.String())
@@ -182,8 +189,8 @@ func TestSecondInterruptQuitsAtOnce(t *testing.T) {
 				return
 			}
 			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-			if len(lines) != 1 || !strings.Contains(lines[0], "interrupted again") || !strings.Contains(lines[0], "[interrupted]; hint: ") {
-				t.Errorf("stderr %q: want one line saying interrupted again, with its code and a hint", stderr.String())
+			if len(lines) != 1 || !strings.Contains(lines[0], "interrupted again") || !strings.Contains(lines[0], "[interrupted]; hint: ") || !strings.Contains(lines[0], prune) {
+				t.Errorf("stderr %q: want one line saying interrupted again, with its code and a hint with %s", stderr.String(), prune)
 			}
 			if stdout.Len() != 0 {
 				t.Errorf("stdout: %q", stdout.String())

@@ -51,7 +51,7 @@ func main() {
 				continue
 			}
 			out.quit(func() {
-				reportError(os.Stdout, os.Stderr, jsonRequested(os.Args), errQuitAtOnce)
+				reportError(os.Stdout, os.Stderr, jsonRequested(os.Args), stops.quitHints(), errQuitAtOnce)
 			}, errcode.ExitStatus(errQuitAtOnce))
 		}
 	}()

@@ -174,7 +174,7 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 	res.Open = time.Since(started)
 	res.Killed = b.Killed()
 	if res.ClosedBy == closedByWindow && b.ExitErr() != nil {
-		again := hintCommand(g, m.Store) + " profile open " + name
+		again := "director profile open " + name // in backticks below
 		if u := c.String("url"); u != "" {
 			again += " --url " + shellquote.Quote(u)
 		}
@@ -214,7 +214,7 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 			fmt.Fprintf(w, "snapshot %s\n  archive  %s\n  files    %d, %s raw\n  took     %s\n",
 				s.ID, humanBytes(s.ArchiveSize), s.FileCount, humanBytes(s.RawSize), s.Duration.Round(time.Millisecond))
 		} else {
-			fmt.Fprintf(w, "next: %s profile snapshot %s\n", hintCommand(g, m.Store), name)
+			fmt.Fprintf(w, "next: %s\n", g.hints.command("profile snapshot "+name))
 		}
 	})
 	return nil

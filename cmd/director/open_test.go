@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"director/errcode"
+	"director/internal/shellquote"
 	"director/internal/testsite"
 	"director/launcher"
 	"director/profiles"
@@ -413,7 +414,7 @@ func TestRunWhileProfileOpen(t *testing.T) {
 	m := firstJSON(t, out)
 	e, _ := m["error"].(map[string]any)
 	hint, _ := e["hint"].(string)
-	if code != errcode.ExitFailure || e["code"] != string(errcode.ProfileInUse) || !strings.Contains(hint, "director profile open work") {
+	if code != errcode.ExitFailure || e["code"] != string(errcode.ProfileInUse) || !strings.Contains(hint, "`director --home "+shellquote.Quote(home)+" profile open work`") {
 		t.Errorf("run while open: exit %d, %s %s", code, out, errOut)
 	}
 	_, _ = w.Write([]byte("\n"))
@@ -652,7 +653,7 @@ func TestRestoreRefusesOverUnsavedLogin(t *testing.T) {
 			if code != 0 {
 				var res errorJSON
 				_ = json.Unmarshal([]byte(out), &res)
-				if res.Error.Code != errcode.InvalidInput || !strings.Contains(res.Error.Hint, "director profile snapshot work") || !strings.Contains(res.Error.Hint, "--force") {
+				if res.Error.Code != errcode.InvalidInput || !strings.Contains(res.Error.Hint, "`director --home "+shellquote.Quote(home)+" profile snapshot work`") || !strings.Contains(res.Error.Hint, "--force") {
 					t.Errorf("refusal: %s", out)
 				}
 			}

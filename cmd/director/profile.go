@@ -196,7 +196,7 @@ func profileCommands() []*cli.Command {
 					return err
 				}
 				g.emit(map[string]any{"status": "ok", "profile": name, "path": m.Dir(name)}, func(w io.Writer) {
-					fmt.Fprintf(w, "created profile %s at %s\nnext: %s profile open %s --snapshot\n", name, m.Dir(name), hintCommand(g, m.Store), name)
+					fmt.Fprintf(w, "created profile %s at %s\nnext: %s\n", name, m.Dir(name), g.hints.command("profile open "+name+" --snapshot"))
 				})
 				return nil
 			}),
@@ -210,7 +210,7 @@ func profileCommands() []*cli.Command {
 				}
 				g.emit(map[string]any{"status": "ok", "profiles": list}, func(w io.Writer) {
 					if len(list) == 0 {
-						fmt.Fprintln(w, "no profiles yet: director profile create NAME")
+						fmt.Fprintln(w, "no profiles yet: "+g.hints.command("profile create NAME"))
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -230,7 +230,7 @@ func profileCommands() []*cli.Command {
 					for _, p := range list {
 						if p.UnsavedSince != nil {
 							fmt.Fprintf(w, "%s holds a login no snapshot has (since %s ago): keep it with %s\n",
-								p.Name, humanAge(time.Since(*p.UnsavedSince)), "`"+hintCommand(g, m.Store)+" profile snapshot "+p.Name+"`")
+								p.Name, humanAge(time.Since(*p.UnsavedSince)), "`"+g.hints.command("profile snapshot "+p.Name)+"`")
 						}
 					}
 				})
@@ -274,7 +274,7 @@ func profileCommands() []*cli.Command {
 					if _, err := os.Stat(m.Dir(name)); err == nil {
 						return errcode.New(errcode.InvalidInput, "profile %s holds a login that no snapshot has (from %s); not deleting it",
 							name, since.UTC().Format(time.RFC3339)).
-							WithHint("keep it first with `%s profile snapshot %s`, or pass --force to delete it anyway", hintCommand(g, m.Store), name)
+							WithHint("keep it first with `director profile snapshot %s`, or pass --force to delete it anyway", name)
 					}
 				}
 				res, err := m.Delete(c.Context, name, c.Bool("with-snapshots"))
@@ -380,7 +380,7 @@ func profileCommands() []*cli.Command {
 				}
 				g.emit(map[string]any{"status": "ok", "snapshots": list}, func(w io.Writer) {
 					if len(list) == 0 {
-						fmt.Fprintln(w, "no snapshots: director profile snapshot NAME")
+						fmt.Fprintln(w, "no snapshots: "+g.hints.command("profile snapshot NAME"))
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

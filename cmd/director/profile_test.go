@@ -11,6 +11,7 @@ import (
 
 	"director/catalog"
 	"director/errcode"
+	"director/internal/shellquote"
 )
 
 // cliEnv isolates a test from the caller's director settings.
@@ -127,7 +128,7 @@ func TestErrorsExitCodesAndJSON(t *testing.T) {
 	// Text mode: nothing on stdout for a missing profile's path, one line on
 	// stderr saying how to create it.
 	code, out, errOut := runDirector(t, "--home", home, "profile", "path", "ghost")
-	if code != 1 || out != "" || !strings.Contains(errOut, "[profile_not_found]") || !strings.Contains(errOut, "director profile create ghost") {
+	if code != 1 || out != "" || !strings.Contains(errOut, "[profile_not_found]") || !strings.Contains(errOut, "`director --home "+shellquote.Quote(home)+" profile create ghost`") {
 		t.Errorf("path of a missing profile: %d %q %q", code, out, errOut)
 	}
 	// Text mode: one line with the code, and a hint.
@@ -257,7 +258,7 @@ func TestAuditFilters(t *testing.T) {
 		textOutput string // in stdout without --json, for a success
 	}{
 		{"bad profile name", []string{"--profile", "BAD NAME"}, 2, "invalid_input", `invalid profile name "BAD NAME"`, "lower-case letters", ""},
-		{"unknown session", []string{"--session", "nosuch"}, 1, "session_not_found", `no session "nosuch"`, "director audit", ""},
+		{"unknown session", []string{"--session", "nosuch"}, 1, "session_not_found", `no session "nosuch"`, "`director --home " + shellquote.Quote(home) + " audit`", ""},
 		{"profile without events", []string{"--profile", "work"}, 0, "", "", "", "no audit events"},
 	}
 	for _, c := range cases {

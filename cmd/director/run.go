@@ -16,9 +16,7 @@ import (
 	"director/catalog"
 	"director/errcode"
 	"director/internal/progress"
-	"director/internal/shellquote"
 	"director/launcher"
-	"director/storage"
 	"director/workflows"
 )
 
@@ -188,13 +186,15 @@ func runWorkflow(c *cli.Context) error {
 		}
 		defer m.Catalog.Close()
 		r.Profiles, r.Catalog = m, m.Catalog
-		r.Command = hintCommand(g, m.Store)
 	}
 	if f, ok := fileOf(g.Stderr); ok && progress.Enabled(f, g.Quiet, g.JSON) {
 		r.Progress = progressPrinter(g.Stderr, len(w.Steps))
 	}
 
 	res, err := r.Run(ctx, w)
+	if res != nil && res.Error != nil {
+		res.Error.Hint = g.hints.hint(res.Error.Hint)
+	}
 	out := runOutput{Result: res, Notes: notes}
 	if g.JSON {
 		writeJSON(g.Stdout, out)
@@ -423,20 +423,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// hintCommand is how a hint names director so that its command works when
-// pasted into another shell: with --home when the home is not the default
-// one and --store when a store was given (by flag or by DIRECTOR_STORE: a
-// crontab line that sets them is not the person's shell), the store without
-// credentials (they come from the environment or the flags).
-func hintCommand(g *globals, store storage.Store) string {
-	cmd := "director"
-	if g.Home != defaultHome() {
-		cmd += " --home " + shellquote.Quote(g.Home)
-	}
-	if g.Store != "" && store != nil {
-		cmd += " --store " + shellquote.Quote(store.String())
-	}
-	return cmd
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,8 +16,6 @@ import (
 	"director/internal/testenv"
 	"director/internal/testsite"
 	"director/launcher"
-
-	"github.com/urfave/cli/v2"
 )
 
 // firstJSON decodes the first JSON object on stdout.
@@ -374,49 +370,6 @@ func TestRunHelpDefaults(t *testing.T) {
 		if !strings.Contains(line, c.want) || strings.Contains(line, c.not) {
 			t.Errorf("help line %q: want %q, not %q", line, c.want, c.not)
 		}
-	}
-}
-
-// TestHintCommand: the director command a run's hint gives carries the
-// home and the store that the run used unless they are the defaults, quoted
-// for the shell, and never a store's credentials.
-func TestHintCommand(t *testing.T) {
-	t.Setenv("AWS_ACCESS_KEY_ID", "")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
-	cases := []struct {
-		name, home, store, want string
-	}{
-		{"defaults", defaultHome(), "", "director"},
-		{"another home", "/srv/director", "", "director --home /srv/director"},
-		{"a home the shell would split", "/srv/my director", "", "director --home '/srv/my director'"},
-		{"a store given", defaultHome(), "file:///var/lib/snaps", "director --store file:///var/lib/snaps"},
-		{"an s3 store with keys in flags", "/srv/d", "s3://bucket/pfx?endpoint=127.0.0.1:9000&insecure=true",
-			"director --home /srv/d --store 's3://bucket/pfx?endpoint=127.0.0.1:9000&insecure=true'"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			args := []string{"director", "--home", c.home, "--aws-access-key-id", "AKIDSECRETID", "--aws-secret-access-key", "s3cr3tvalue"}
-			if c.store != "" {
-				args = append(args, "--store", c.store)
-			}
-			var got string
-			app := newApp(io.Discard, io.Discard)
-			app.Commands = append(app.Commands, &cli.Command{Name: "probe", Action: func(cc *cli.Context) error {
-				g := getGlobals(cc)
-				st, err := openStore(cc.Context, cc, g)
-				if err != nil {
-					return err
-				}
-				got = hintCommand(g, st)
-				return nil
-			}})
-			if err := app.RunContext(context.Background(), append(args, "probe")); err != nil {
-				t.Fatal(err)
-			}
-			if got != c.want || strings.Contains(got, "SECRET") || strings.Contains(got, "s3cr3t") {
-				t.Errorf("got %q, want %q", got, c.want)
-			}
-		})
 	}
 }
 

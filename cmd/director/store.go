@@ -99,6 +99,7 @@ func storeCheck(c *cli.Context) error {
 		return err
 	}
 	rep := storage.Check(ctx, s)
+	rep.Hint = g.hints.hint(rep.Hint)
 	if rep.OK {
 		g.emit(storeCheckJSON{Status: "ok", Report: rep}, func(w io.Writer) { printCheck(w, rep) })
 		return nil
