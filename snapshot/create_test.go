@@ -238,6 +238,48 @@ func TestParseManifest(t *testing.T) {
 	}
 }
 
+// A manifest of a format newer than this build's is a snapshot a newer
+// director wrote, not a damaged one: ParseManifest says so (NewerFormatError,
+// an upgrade hint) whatever fields the newer format added, where they come
+// in the object. Version 0 and malformed JSON are still damage.
+func TestParseManifestNewerFormat(t *testing.T) {
+	next := FormatVersion + 1
+	for _, tc := range []struct {
+		name    string
+		json    string
+		version int // the NewerFormatError's, 0 for none
+	}{
+		{"a later version", fmt.Sprintf(`{"format_version":%d,"files":[]}`, next), next},
+		{"a later version with a field this build lacks", fmt.Sprintf(`{"format_version":%d,"files":[],"chunk_index":[1,2]}`, next), next},
+		{"the new field first", fmt.Sprintf(`{"signature":"x","format_version":%d,"files":[{"path":"a","type":"blob"}]}`, next+5), next + 5},
+		{"a field this build lacks, version 1", `{"format_version":1,"files":[],"chunk_index":[1,2]}`, 0},
+		{"version 0", `{"files":[]}`, 0},
+		{"a later version, not JSON", fmt.Sprintf(`{"format_version":%d,"files":[`, next), 0},
+		{"a version that is not a number", `{"format_version":"3","files":[]}`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseManifest([]byte(tc.json))
+			wantCode(t, err, errcode.SnapshotCorrupt)
+			var nf *NewerFormatError
+			if got := errors.As(err, &nf); got != (tc.version != 0) {
+				t.Fatalf("ParseManifest = %v; NewerFormatError in its chain: %v, want %v", err, got, tc.version != 0)
+			}
+			if tc.version == 0 {
+				return
+			}
+			if nf.Version != tc.version {
+				t.Errorf("NewerFormatError.Version = %d, want %d", nf.Version, tc.version)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "newer director") || strings.Contains(msg, "corrupt") {
+				t.Errorf("message %q: want one that says a newer director wrote it, not that it is corrupt", msg)
+			}
+			if h := errcode.HintOf(err); !strings.Contains(h, "upgrade director") {
+				t.Errorf("hint %q does not say to upgrade director", h)
+			}
+		})
+	}
+}
+
 const zeros64 = "0000000000000000000000000000000000000000000000000000000000000000"
 
 // The walk lists what filepath.WalkDir would, in its order, on any number

@@ -13,6 +13,7 @@ const (
 	hintAltered        = "the archive was altered or is not a director snapshot; restore another snapshot with `director profile snapshots NAME`"
 	hintCorrupt        = "the archive is damaged or incomplete; restore another snapshot with `director profile snapshots NAME`"
 	hintUpgrade        = "this snapshot was written by another director version; upgrade director or restore another snapshot with `director profile snapshots NAME`"
+	hintNewer          = "upgrade director on this machine: every machine that restores or verifies from a shared store needs a director as new as the newest one that snapshots to it; an older snapshot still restores by its id (`director profile snapshots NAME`)"
 	hintStoredManifest = "the manifest stored beside the archive does not belong to it; the archive itself may still restore (it carries its own manifest), else restore another snapshot"
 	hintBusy           = "close Chrome on this profile (a graceful close, so it flushes its files) and take the snapshot again"
 )
@@ -47,6 +48,26 @@ func overUnpacked(code errcode.Code, hint string, limit, need int64, format stri
 		return errcode.New(code, format, args...).WithHint("%s", hint)
 	}
 	return &errcode.Error{Code: code, Hint: hint, Err: &UnpackedLimitError{Limit: limit, Need: need, msg: fmt.Sprintf(format, args...)}}
+}
+
+// NewerFormatError is in the chain of the error for a manifest whose format
+// version is newer than FormatVersion: a snapshot written by a newer
+// director. It is not damage: a caller that passes over a damaged manifest
+// (to find the newest snapshot it can read) must not pass over this one, or
+// it would quietly go back to an older login.
+type NewerFormatError struct {
+	Version int // the manifest's format_version
+}
+
+func (e *NewerFormatError) Error() string {
+	return fmt.Sprintf("the snapshot was written by a newer director: its archive format is %d, and this director reads formats 1 to %d", e.Version, FormatVersion)
+}
+
+// newerFormat reports a manifest of format version v, newer than this
+// build reads. The code stays snapshot_corrupt (what this build cannot
+// read), the message and hint say why.
+func newerFormat(v int) error {
+	return &errcode.Error{Code: errcode.SnapshotCorrupt, Hint: hintNewer, Err: &NewerFormatError{Version: v}}
 }
 
 // corrupt reports damage: a hash mismatch, a broken compressed stream, a truncation.

@@ -28,7 +28,18 @@ const maxFileSize = 1 << 50
 // directory is not listed before it, a symlink that resolves outside the root
 // and totals that do not add up are all errors (unsafe_archive for anything
 // that would write outside the profile, snapshot_corrupt for the rest).
+//
+// The format version is read first, leniently: a manifest of a format newer
+// than FormatVersion fails with a NewerFormatError in its chain, whatever
+// fields the newer format added, so that a snapshot a newer director wrote
+// is never reported as damaged.
 func ParseManifest(b []byte) (*Manifest, error) {
+	var head struct {
+		FormatVersion int `json:"format_version"`
+	}
+	if json.Unmarshal(b, &head) == nil && head.FormatVersion > FormatVersion {
+		return nil, newerFormat(head.FormatVersion)
+	}
 	var m Manifest
 	if err := decodeStrict(b, &m, "manifest"); err != nil {
 		return nil, err
