@@ -873,7 +873,8 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 	// The store is shared: snapshots other machines made count too, or a
 	// machine whose catalog never saw them would call the profile unknown,
 	// or keep its own older snapshots as "the last N". A manifest this
-	// machine cannot decrypt is passed over: its snapshot is not deleted.
+	// machine cannot decrypt, or that a newer director wrote, is passed
+	// over: its snapshot is not deleted.
 	locked, lockedErr, err := m.adoptFromStore(ctx, store, name)
 	if err != nil {
 		return nil, errcode.Hinted(err, errcode.Of(err), storeHint(err, "nothing was deleted"), "listing %s in %s", name+"/", m.Store)
@@ -883,6 +884,13 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 		return nil, err
 	}
 	if len(snaps) == 0 && locked != "" {
+		var nf *snapshot.NewerFormatError
+		if errors.As(lockedErr, &nf) {
+			return nil, errcode.New(errcode.SnapshotCorrupt,
+				"the snapshots of %q in %s were written by a newer director (the newest is %s, archive format %d; this director reads formats 1 to %d); nothing was deleted",
+				name, m.Store, locked, nf.Version, snapshot.FormatVersion).
+				WithHint("upgrade director on this machine, or prune from a machine with the newer director")
+		}
 		return nil, errcode.Hinted(lockedErr, errcode.DecryptFailed,
 			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots are encrypted to: prune reads their manifests",
 			"the snapshots of %q in %s are encrypted to a key this machine does not have (the newest is %s); nothing was deleted", name, m.Store, locked)

@@ -1081,3 +1081,120 @@ func TestNewProfileHasNoUnsavedLogin(t *testing.T) {
 		})
 	}
 }
+
+// A snapshot whose manifest a newer director wrote (a later format, with a
+// field this build does not know) is one this machine cannot read, not a
+// damaged one: "latest" refuses, saying a newer director wrote the newest
+// snapshot, instead of quietly going back to the older one; prune keeps its
+// objects; the older snapshot still restores by its id; and a profile a
+// refusal meets is left as it was.
+func TestNewerFormatSnapshotIsNotPassedOver(t *testing.T) {
+	ctx := context.Background()
+	a := newTestManager(t)
+	if err := a.Create(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, a.Dir("work"), "a")
+	var ids []string
+	for range 2 {
+		r, err := a.Snapshot(ctx, "work", SnapshotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	older, newer := ids[0], ids[1]
+	err := replaceObject(ctx, a, "work/"+newer+".manifest.json", func(b []byte) []byte {
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["format_version"], m["chunk_index"] = 99, []int{1, 2}
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNewer := func(t *testing.T, err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatal("got no error, want one saying a newer director wrote the snapshot")
+		}
+		msg, hint := err.Error(), errcode.HintOf(err)
+		if !strings.Contains(msg, "newer director") || !strings.Contains(msg, "99") || strings.Contains(msg, "corrupt") || !strings.Contains(hint, "upgrade director") {
+			t.Fatalf("error %q (hint %q): want it to say a newer director wrote it (format 99), not that it is corrupt, and to upgrade director", msg, hint)
+		}
+	}
+	// machine is another machine sharing a's store, with a profile of its own.
+	machine := func(t *testing.T) *Manager {
+		b := newTestManager(t)
+		b.Store = a.Store
+		if err := b.Create(ctx, "work"); err != nil {
+			t.Fatal(err)
+		}
+		writeProfile(t, b.Dir("work"), "b")
+		return b
+	}
+	tests := []struct {
+		name string
+		run  func(t *testing.T, b *Manager)
+	}{
+		{"restore latest", func(t *testing.T, b *Manager) {
+			_, err := b.Restore(ctx, "work", "latest", RestoreOptions{})
+			wantNewer(t, err)
+			if !strings.Contains(err.Error(), newer) {
+				t.Errorf("error %q does not name the newest snapshot %s", err, newer)
+			}
+		}},
+		{"restore it by id", func(t *testing.T, b *Manager) {
+			_, err := b.Restore(ctx, "work", newer, RestoreOptions{})
+			wantNewer(t, err)
+		}},
+		{"verify latest", func(t *testing.T, b *Manager) {
+			_, err := b.Verify(ctx, "work", "latest")
+			wantNewer(t, err)
+		}},
+		{"verify latest without a catalog", func(t *testing.T, b *Manager) {
+			b.Catalog = nil
+			_, err := b.Verify(ctx, "work", "latest")
+			wantNewer(t, err)
+		}},
+		{"prune", func(t *testing.T, b *Manager) {
+			res, err := b.Prune(ctx, "work", 1, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(res.Kept, []string{older}) || len(res.Deleted)+len(res.Strays) != 0 {
+				t.Errorf("prune kept %q, deleted %q and strays %q; want %s kept and nothing deleted", res.Kept, res.Deleted, res.Strays, older)
+			}
+		}},
+		{"the older one by id", func(t *testing.T, b *Manager) {
+			if _, err := b.Restore(ctx, "work", older, RestoreOptions{}); err != nil {
+				t.Fatalf("restore %s: %v", older, err)
+			}
+			if got := readTree(t, b.Dir("work"))["Local State"]; !strings.Contains(got, `"a"`) {
+				t.Errorf("restored Local State %q, want a's", got)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := machine(t)
+			before := readTree(t, b.Dir("work"))
+			keys := storeKeys(t, a.Store, "work/")
+			tt.run(t, b)
+			if after := storeKeys(t, a.Store, "work/"); !slices.Equal(after, keys) {
+				t.Errorf("store %q afterwards, want %q", after, keys)
+			}
+			if tt.name != "the older one by id" {
+				if after := readTree(t, b.Dir("work")); !maps.Equal(after, before) {
+					t.Errorf("the profile changed")
+				}
+			}
+		})
+	}
+}

@@ -765,9 +765,9 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, unlisted *er
 	if locked != "" && (err != nil || idNewer(name, locked, row)) {
 		// The newest snapshot is one this machine cannot read: restoring
 		// the catalog's latest instead would quietly go back in time.
-		return row, errcode.Hinted(lockedErr, errcode.DecryptFailed,
+		return row, m.newestUnreadable(name, locked, lockedErr,
 			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots are encrypted to; a newly generated key cannot decrypt them",
-			"the newest snapshot of %q in %s, %s, is encrypted to a key this machine does not have; nothing was restored", name, m.Store, locked)
+			"; nothing was restored")
 	}
 	if adoptErr != nil && err == nil {
 		// Reported by the caller (warnUnlisted) when it goes on: when it
@@ -791,8 +791,8 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, unlisted *er
 // snapshot whose manifest and archive are stored but which the catalog lacks
 // (one made on another machine). It reads only those manifests, never an
 // archive. A manifest that the Manager's identity (or lack of one) cannot
-// decrypt is passed over: locked is the newest such snapshot id, and
-// lockedErr the decrypt error, so that the caller can tell whether the
+// decrypt, or that a newer director wrote, is passed over: locked is the
+// newest such snapshot id, and lockedErr the error that says why, so that the caller can tell whether the
 // snapshot it would pick is really the newest.
 func (m *Manager) adoptFromStore(ctx context.Context, store, name string) (locked string, lockedErr, err error) {
 	return m.storeSnapshots(ctx, store, name, func(row catalog.Snapshot) error {
@@ -822,15 +822,42 @@ func (m *Manager) latestInStore(ctx context.Context, store, name string) (catalo
 			"there is no catalog here yet and the store %s could not be listed", m.Store)
 	}
 	if locked != "" && (latest.ID == "" || idNewer(name, locked, latest)) {
-		return latest, errcode.Hinted(lockedErr, errcode.DecryptFailed,
-			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots are encrypted to",
-			"the newest snapshot of %q in %s, %s, is encrypted to a key this machine does not have", name, m.Store, locked)
+		return latest, m.newestUnreadable(name, locked, lockedErr,
+			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots are encrypted to", "")
 	}
 	if latest.ID == "" {
 		return latest, errcode.New(errcode.SnapshotNotFound, "profile %q has no snapshot in %s (and there is no catalog here yet)", name, m.Store).
 			WithHint("check --store / DIRECTOR_STORE, or make one with `director profile snapshot %s`", name)
 	}
 	return latest, nil
+}
+
+// unreadable says whether err, from reading a snapshot's manifest, means
+// that the snapshot is sound but this machine cannot read it: it is
+// encrypted to a key this machine does not have, or a newer director wrote
+// it (snapshot.NewerFormatError). Such a snapshot is passed over, never
+// deleted, and never passed over silently for "latest".
+func unreadable(err error) bool {
+	var nf *snapshot.NewerFormatError
+	return errcode.Of(err) == errcode.DecryptFailed && encrypt.WrongKey(err) || errors.As(err, &nf)
+}
+
+// newestUnreadable is the error for "latest" when the newest snapshot of
+// name, id, is one this machine cannot read (lockedErr, see unreadable):
+// decrypt_failed with keyHint for a key it does not have; for a snapshot a
+// newer director wrote, what to upgrade, and that an older snapshot still
+// restores by its id. then ends the message.
+func (m *Manager) newestUnreadable(name, id string, lockedErr error, keyHint, then string) error {
+	var nf *snapshot.NewerFormatError
+	if errors.As(lockedErr, &nf) {
+		return errcode.New(errcode.SnapshotCorrupt,
+			"the newest snapshot of %q in %s, %s, was written by a newer director (archive format %d; this director reads formats 1 to %d)%s",
+			name, m.Store, id, nf.Version, snapshot.FormatVersion, then).
+			WithHint("upgrade director on this machine: every machine that restores from a shared store needs a director as new as the newest one that snapshots to it; "+
+				"an older snapshot still restores by its id (see `director profile snapshots %s`)", name)
+	}
+	return errcode.Hinted(lockedErr, errcode.DecryptFailed, keyHint,
+		"the newest snapshot of %q in %s, %s, is encrypted to a key this machine does not have%s", name, m.Store, id, then)
 }
 
 // storeSnapshots lists "<name>/" in the store and calls add with the row of
@@ -857,7 +884,7 @@ func (m *Manager) storeSnapshots(ctx context.Context, store, name string, add fu
 			}
 		}
 		man, err := m.getManifest(ctx, o.Key)
-		if errcode.Of(err) == errcode.DecryptFailed && encrypt.WrongKey(err) {
+		if unreadable(err) {
 			if idTime(name, id).After(idTime(name, locked)) || locked == "" {
 				locked, lockedErr = id, err
 			}
