@@ -142,6 +142,7 @@ func TestOpenRefusesNewerOrForeignDatabase(t *testing.T) {
 		name, path, msg, hint string
 	}{
 		{"newer schema", newer, "newer than this director", "upgrade director"},
+		{"newer schema, going back", newer, "newer than this director", "-wal and -shm files if they are there (the run history and the audit log stay in it) and run `director catalog rebuild`"},
 		{"not sqlite", garbage, "cannot read the catalog", "catalog rebuild"},
 		{"foreign tables", foreign, "migration", "catalog rebuild"},
 	} {
