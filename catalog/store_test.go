@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -225,5 +226,94 @@ func TestStoreName(t *testing.T) {
 	got, err := db.GetSnapshot(ctx, "s3://bucket/prefix?endpoint=h:1", "s1")
 	if err != nil || strings.Contains(got.Store, "topsecret") || strings.Contains(got.Store, "zzz") {
 		t.Errorf("stored store %q, %v", got.Store, err)
+	}
+}
+
+// A catalog as the first directors left it (testdata/schema1-8fbba2c.sql:
+// schema 1, written by the build of commit 8fbba2c, with a run it was killed
+// in) opens with this build: the migrations keep every row, its snapshots go
+// to the store that adopts them, the killed run and its session are closed,
+// and the audit log reads back.
+func TestCatalogOfTheFirstDirector(t *testing.T) {
+	ctx := context.Background()
+	dump, err := os.ReadFile(filepath.Join("testdata", "schema1-8fbba2c.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "director.db")
+	raw, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(string(dump)); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, err := db.Version(ctx); err != nil || v != SchemaVersion() {
+		t.Fatalf("version %d, %v after Open; want %d", v, err, SchemaVersion())
+	}
+
+	const store = "s3://director-test/c?endpoint=127.0.0.1:39917&insecure=true"
+	ids := []string{"demo-20261124T103544Z-su23", "demo-20261124T103544Z-2mlt"}
+	legacy, err := db.LegacySnapshots(ctx)
+	if err != nil || len(legacy) != 2 || legacy[0].ID != ids[0] {
+		t.Fatalf("LegacySnapshots = %+v, %v; want %q", legacy, err, ids)
+	}
+	if n, err := db.AdoptSnapshots(ctx, store, ids); err != nil || n != 2 {
+		t.Fatalf("AdoptSnapshots = %d, %v; want 2", n, err)
+	}
+	snaps, err := db.ListSnapshots(ctx, store, "demo")
+	if err != nil || len(snaps) != 2 {
+		t.Fatalf("ListSnapshots = %+v, %v; want 2 rows", snaps, err)
+	}
+	want := Snapshot{
+		ID: ids[0], Store: store, Profile: "demo",
+		ObjectKey: "demo/" + ids[0] + ".tar.zst.age", ManifestKey: "demo/" + ids[0] + ".manifest.json.age",
+		CreatedAt: time.Date(2026, 11, 24, 10, 35, 44, 294218616, time.UTC), Encrypted: true, Note: "c-second",
+	}
+	got := snaps[0]
+	got.ArchiveSize, got.ArchiveSHA256, got.RawSize, got.FileCount, got.ChromeVersion, got.Host, got.OS = 0, "", 0, 0, "", "", ""
+	if !got.CreatedAt.Equal(want.CreatedAt) || got.CreatedAt.Location() != time.UTC {
+		t.Errorf("created_at %v, want %v", got.CreatedAt, want.CreatedAt)
+	}
+	got.CreatedAt = want.CreatedAt
+	if got != want {
+		t.Errorf("newest snapshot %+v, want %+v", got, want)
+	}
+	if snaps[0].ArchiveSize == 0 || snaps[0].FileCount == 0 || snaps[0].ChromeVersion == "" {
+		t.Errorf("newest snapshot lost its sizes or Chrome version: %+v", snaps[0])
+	}
+
+	a, err := db.AbandonRuns(ctx, "demo")
+	if err != nil || fmt.Sprint(a.Runs) != "[puqcs4]" || fmt.Sprint(a.Sessions) != "[m767hh]" {
+		t.Fatalf("AbandonRuns = %+v, %v; want run puqcs4 and session m767hh", a, err)
+	}
+	runs, err := db.ListRuns(ctx, "demo", 0)
+	if err != nil || len(runs) != 2 {
+		t.Fatalf("ListRuns = %+v, %v; want 2", runs, err)
+	}
+	for _, r := range runs {
+		wantStatus, wantCode, wantSnap := RunOK, "", "demo-20261124T103544Z-2mlt"
+		if r.ID == "puqcs4" {
+			wantStatus, wantCode, wantSnap = RunFailed, string(errcode.Interrupted), ""
+		}
+		if r.Status != wantStatus || r.ErrorCode != wantCode || r.SnapshotID != wantSnap || r.EndedAt.IsZero() || r.Host != "" {
+			t.Errorf("run %+v: want status %s, error %q, snapshot %q, an end and no host", r, wantStatus, wantCode, wantSnap)
+		}
+	}
+	events, err := db.ListEvents(ctx, EventFilter{Profile: "demo"})
+	if err != nil || len(events) != 12 {
+		t.Fatalf("ListEvents = %d events, %v; want the 11 it had and the killed session's end", len(events), err)
+	}
+	if e := events[0]; e.SessionID != "m767hh" || e.Kind != EventSessionEnd {
+		t.Errorf("newest event %+v, want the session_end of m767hh", e)
+	}
+	if e := events[len(events)-1]; e.ID != 1 || e.Kind != EventSessionStart || e.SessionID != "nvvssh" {
+		t.Errorf("oldest event %+v, want id 1, the session_start of nvvssh", e)
 	}
 }
