@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"maps"
@@ -1196,5 +1197,64 @@ func TestNewerFormatSnapshotIsNotPassedOver(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Snapshots that early directors stored (testdata/stores/<commit>: the
+// build of commit 8fbba2c wrote archive format 1, that of c5d1350 the
+// first of format 2, both without encryption, of a small profile with a
+// symlink) are found by catalog rebuild, verify and restore with this build,
+// over a profile that exists and into one that does not.
+func TestSnapshotsOfEarlierDirectors(t *testing.T) {
+	ctx := context.Background()
+	want := map[string]string{
+		"Last Version":                             "120.0.6099.71\n",
+		"Default/Preferences":                      `{"profile":{"name":"fixture"}}`,
+		"Default/Local Storage/leveldb/000003.log": strings.Repeat("x", 3000),
+	}
+	for _, tc := range []struct {
+		commit, id, version string
+	}{
+		{"8fbba2c", "work-20261124T104046Z-4rbs", "1"},
+		{"c5d1350", "work-20261124T104046Z-2hwu", "3"},
+	} {
+		for _, existing := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/existing=%v", tc.commit, existing), func(t *testing.T) {
+				m := newTestManager(t)
+				dir := filepath.Join(t.TempDir(), "store")
+				if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "stores", tc.commit))); err != nil {
+					t.Fatal(err)
+				}
+				st, err := storage.Open(ctx, "file://"+dir, storage.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.Store = st
+				res, err := m.Rebuild(ctx)
+				if err != nil || !slices.Equal(res.Added, []string{tc.id}) || len(res.Skipped) != 0 {
+					t.Fatalf("Rebuild = %+v, %v; want %s added", res, err, tc.id)
+				}
+				if v, err := m.Verify(ctx, "work", "latest"); err != nil || v.ID != tc.id || v.FileCount != 5 {
+					t.Fatalf("Verify = %+v, %v; want %s, 5 files", v, err, tc.id)
+				}
+				if existing {
+					if err := m.Create(ctx, "work"); err != nil {
+						t.Fatal(err)
+					}
+					writeProfile(t, m.Dir("work"), "local")
+				}
+				r, err := m.Restore(ctx, "work", "latest", RestoreOptions{})
+				if err != nil || r.ID != tc.id {
+					t.Fatalf("Restore = %+v, %v; want %s", r, err, tc.id)
+				}
+				w := maps.Clone(want)
+				w["Local State"] = `{"marker":"v` + tc.version + `"}`
+				w["Default/Network/Cookies"] = "cookie-db-fixture-" + tc.version
+				sameTree(t, readTree(t, m.Dir("work")), w)
+				if link, err := os.Readlink(filepath.Join(m.Dir("work"), "Default", "prefs-link")); err != nil || link != "Preferences" {
+					t.Errorf("Default/prefs-link = %q, %v; want a symlink to Preferences", link, err)
+				}
+			})
+		}
 	}
 }
