@@ -15,7 +15,7 @@ help:
 	@echo "make fuzz    run each fuzz target for FUZZTIME (default 30s)"
 
 build:
-	$(GO) build -o $(BIN) ./cmd/director
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/director
 
 PREFIX ?= /usr/local
 install: build

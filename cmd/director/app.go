@@ -313,6 +313,7 @@ var commandSets = []func() []*cli.Command{
 	auditCommands,
 	keyCommands,
 	storeCommands,
+	versionCommands,
 }
 
 func concatFlags(sets ...[]cli.Flag) []cli.Flag {
