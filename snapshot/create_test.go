@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -554,5 +555,23 @@ func TestOverUnpackedNamesOnlyALimitOverTheOld(t *testing.T) {
 		if errors.As(err, &e) != c.names || err.Error() != "over 10" || errcode.HintOf(err) != hintAltered {
 			t.Errorf("need %d: %v (hint %q), UnpackedLimitError %v; want one only when need is over the limit", c.need, err, errcode.HintOf(err), e)
 		}
+	}
+}
+
+// The largest limits a size setting takes (--max-size and --max-unpacked
+// of 8 EiB less a byte, math.MaxInt64) bound nothing: Verify and Restore
+// read the archive as under the defaults (a limit one byte past them
+// overflowed to a negative slice bound, and they panicked).
+func TestLargestLimitsTakeTheArchive(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, profileTree())
+	_, arc := createArchive(t, src, CreateOptions{})
+	opts := ExtractOptions{MaxArchiveBytes: math.MaxInt64, MaxUnpackedBytes: math.MaxInt64}
+	if _, err := Verify(context.Background(), bytes.NewReader(arc), opts); err != nil {
+		t.Errorf("Verify: %v", err)
+	}
+	dst := filepath.Join(t.TempDir(), "p")
+	if _, err := Restore(context.Background(), bytes.NewReader(arc), dst, RestoreOptions{ExtractOptions: opts}); err != nil {
+		t.Errorf("Restore: %v", err)
 	}
 }

@@ -118,8 +118,11 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 		l.err = ctxErr(err, "reading the archive")
 		return 0, l.err
 	}
-	if rest := l.max - l.n + 1; int64(len(p)) > rest {
-		p = p[:rest]
+	// Up to one byte past max, which proves the stream longer; left+1
+	// would overflow for a max of math.MaxInt64 (l.n never passes max
+	// here: that failed above).
+	if left := l.max - l.n; int64(len(p))-1 > left {
+		p = p[:left+1]
 	}
 	n, err := l.r.Read(p)
 	l.n += int64(n)
