@@ -113,3 +113,11 @@ func (inv invocation) hint(h string) string {
 	b.WriteString(h)
 	return b.String()
 }
+
+// hintAll rewrites, in place, every text of hs as hint does: the warnings
+// of a snapshot give commands too.
+func (inv invocation) hintAll(hs []string) {
+	for i, h := range hs {
+		hs[i] = inv.hint(h)
+	}
+}

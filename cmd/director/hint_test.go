@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -326,6 +327,47 @@ func TestHintsNameHomeAndStore(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSnapshotWarningsNameHomeAndStore: the command a snapshot's warning
+// gives (log in again, for cookies bound to this machine's keyring) names
+// the --home and --store it ran with, in the text and in --json, as a
+// hint's commands do.
+func TestSnapshotWarningsNameHomeAndStore(t *testing.T) {
+	for _, mode := range []hintMode{byFlags, byEnv, byDefault} {
+		t.Run(mode.String(), func(t *testing.T) {
+			s := newHintSetup(t, mode, "")
+			s.must(t, "profile", "create", "work")
+			dir := filepath.Join(s.home, "browser-profiles", "work", "Default")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "Preferences"), []byte(`{}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			db, err := sql.Open("sqlite3", filepath.Join(dir, "Cookies"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []string{
+				`CREATE TABLE cookies (host_key TEXT, name TEXT, encrypted_value BLOB)`,
+				`INSERT INTO cookies VALUES ('a.test', 'sid', CAST('v11yyyy' AS BLOB))`,
+			} {
+				if _, err := db.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db.Close()
+			want := "`" + s.prefix + " profile open work --snapshot`"
+			warnings, _ := decodeJSON(t, s.must(t, "--json", "profile", "snapshot", "work"))["snapshot"].(map[string]any)["warnings"].([]any)
+			if len(warnings) != 1 || !strings.Contains(warnings[0].(string), want) {
+				t.Errorf("--json warnings %q, want one giving %s", warnings, want)
+			}
+			if text := s.must(t, "profile", "snapshot", "work"); !strings.Contains(text, "warning") || !strings.Contains(text, want) {
+				t.Errorf("text output %q gives no %s", text, want)
+			}
+		})
 	}
 }
 

@@ -205,6 +205,7 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 		if err != nil {
 			return err
 		}
+		g.hints.hintAll(snap.Warnings)
 		res.Snapshot = snap
 	}
 

@@ -319,6 +319,7 @@ func profileCommands() []*cli.Command {
 				if err != nil {
 					return err
 				}
+				g.hints.hintAll(res.Warnings)
 				g.emit(map[string]any{"status": "ok", "snapshot": res}, func(w io.Writer) {
 					fmt.Fprintf(w, "snapshot %s\n  archive  %s (%s)\n  files    %d, %s raw\n  took     %s\n  stored   %s\n",
 						res.ID, humanBytes(res.ArchiveSize), ratio(res.ArchiveSize, res.RawSize), res.FileCount,
