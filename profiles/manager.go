@@ -929,14 +929,20 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 		}
 		*list = append(*list, s.ID)
 	}
+	// The command that finishes it, with the flags prune requires.
+	again := fmt.Sprintf("then run `director profile prune %s --keep-last %d", name, keepLast)
+	if keepWithin > 0 {
+		again += " --keep-within " + keepWithin.String()
+	}
+	again += "` again to finish"
 	old, err := m.oldStrays(ctx, name, objs, snaps)
 	if err != nil {
-		return res, errcode.Hinted(err, errcode.Of(err), storeHint(err, fmt.Sprintf("then run `director profile prune %s` again to finish", name)),
+		return res, errcode.Hinted(err, errcode.Of(err), storeHint(err, again),
 			"asking %s for its time, to age the objects that belong to no snapshot", m.Store)
 	}
 	for _, key := range old {
 		if err := m.Store.Delete(ctx, key); err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return res, errcode.Hinted(err, errcode.Of(err), storeHint(err, fmt.Sprintf("then run `director profile prune %s` again to finish", name)),
+			return res, errcode.Hinted(err, errcode.Of(err), storeHint(err, again),
 				"deleting %s, which belongs to no snapshot, from %s", key, m.Store)
 		}
 		res.Strays = append(res.Strays, key)
@@ -945,7 +951,7 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 	// and no row names; a prune (often a cron job) is where they go.
 	if sw, ok := m.Store.(storage.Sweeper); ok {
 		if err := sw.Sweep(ctx, name+"/"); err != nil {
-			return res, errcode.Hinted(err, errcode.Of(err), storeHint(err, fmt.Sprintf("then run `director profile prune %s` again to finish", name)),
+			return res, errcode.Hinted(err, errcode.Of(err), storeHint(err, again),
 				"removing partial uploads of %s from %s", name, m.Store)
 		}
 	}

@@ -424,10 +424,12 @@ func TestPruneSweepsWhatKilledSnapshotsLeft(t *testing.T) {
 
 	real := m.Store
 	m.Store = refusingSweeps{real}
-	res, err := m.Prune(ctx, "work", 1, 0)
+	// The hint's command has the flags prune requires (a plain `director
+	// profile prune work` is refused: it needs --keep-last).
+	res, err := m.Prune(ctx, "work", 1, time.Nanosecond)
 	hint := errcode.HintOf(err)
 	if errcode.Of(err) != errcode.StorageUnavailable || !strings.Contains(hint, "check that the server is up") ||
-		!strings.Contains(hint, "run `director profile prune work` again to finish") {
+		!strings.Contains(hint, "run `director profile prune work --keep-last 1 --keep-within 1ns` again to finish") {
 		t.Fatalf("Prune through a store that stops the sweep: %v [%s], hint %q", err, errcode.Of(err), hint)
 	}
 	if res == nil || len(res.Deleted) != 1 || res.Deleted[0] != ids[0] {
