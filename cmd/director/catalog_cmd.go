@@ -44,7 +44,7 @@ func catalogCommands() []*cli.Command {
 					for _, key := range res.Strays {
 						profile, _, _ := strings.Cut(key, "/")
 						fmt.Fprintf(w, "  stray %s: an archive without its manifest (a snapshot or prune killed midway); `%s` removes it once it is %s old\n",
-							key, g.hints.command("profile prune "+profile), profiles.StrayGrace)
+							key, g.hints.command("profile prune "+profile+" --keep-last N"), profiles.StrayGrace)
 					}
 				})
 				return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -115,5 +116,38 @@ func TestDecryptHintsNeverSuggestANewKeyForExistingSnapshots(t *testing.T) {
 				t.Errorf("exit %d, %s\nwant decrypt_failed, a hint naming the identity the snapshots were encrypted to (director key generate suggested: %v)", code, out, tt.newKeyOK)
 			}
 		})
+	}
+}
+
+// catalog rebuild names a stray (an archive without its manifest) with the
+// prune command that removes it, and that command, pasted with a number
+// for N, runs: prune refuses one without --keep-last.
+func TestCatalogRebuildStrayGivesAPruneThatRuns(t *testing.T) {
+	home := cliEnv(t)
+	createWork(t, home, []byte("x"))
+	d := func(args ...string) (int, string, string) {
+		return runDirector(t, append([]string{"--home", home}, args...)...)
+	}
+	if code, _, errOut := d("profile", "snapshot", "work"); code != 0 {
+		t.Fatalf("snapshot: %d %s", code, errOut)
+	}
+	manifests, _ := filepath.Glob(filepath.Join(home, "snapshots", "work", "*.manifest.json"))
+	if len(manifests) != 1 {
+		t.Fatalf("manifests %v, want one", manifests)
+	}
+	if err := os.Remove(manifests[0]); err != nil { // a snapshot killed before its manifest
+		t.Fatal(err)
+	}
+	code, out, errOut := d("catalog", "rebuild")
+	if code != 0 {
+		t.Fatalf("catalog rebuild: %d %s", code, errOut)
+	}
+	m := regexp.MustCompile("stray [^\n]*`director ([^`]*)`").FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("catalog rebuild names no command for the stray: %s", out)
+	}
+	args := strings.Fields(strings.ReplaceAll(m[1], " N", " 1"))
+	if code, _, errOut := runDirector(t, args...); code != 0 {
+		t.Errorf("the stray's command `director %s` fails: %d %s", m[1], code, errOut)
 	}
 }
