@@ -11,17 +11,34 @@ import (
 const Forms = "bytes (524288000) or a number with a unit: 500MB, 500M, 1.5GiB, 2g; " +
 	"KB, MB, GB, TB are powers of 1000, K, M, G, T and KiB, MiB, GiB, TiB powers of 1024"
 
-// units maps a lower-case unit to its number of bytes.
-var units = map[string]int64{
-	"": 1, "b": 1,
-	"k": 1 << 10, "ki": 1 << 10, "kib": 1 << 10, "kb": 1e3,
-	"m": 1 << 20, "mi": 1 << 20, "mib": 1 << 20, "mb": 1e6,
-	"g": 1 << 30, "gi": 1 << 30, "gib": 1 << 30, "gb": 1e9,
-	"t": 1 << 40, "ti": 1 << 40, "tib": 1 << 40, "tb": 1e12,
+// unitSize is the number of bytes of a lower-case unit, or 0 for no unit
+// Parse reads.
+func unitSize(unit string) int64 {
+	switch unit {
+	case "", "b":
+		return 1
+	case "k", "ki", "kib":
+		return 1 << 10
+	case "kb":
+		return 1e3
+	case "m", "mi", "mib":
+		return 1 << 20
+	case "mb":
+		return 1e6
+	case "g", "gi", "gib":
+		return 1 << 30
+	case "gb":
+		return 1e9
+	case "t", "ti", "tib":
+		return 1 << 40
+	case "tb":
+		return 1e12
+	}
+	return 0
 }
 
-// sizeRE is a size: digits, an optional fraction, an optional unit.
-var sizeRE = regexp.MustCompile(`^([0-9]+)(?:\.([0-9]+))?\s*([A-Za-z]*)$`)
+// sizePattern is a size: digits, an optional fraction, an optional unit.
+const sizePattern = `^([0-9]+)(?:\.([0-9]+))?\s*([A-Za-z]*)$`
 
 // Parse reads a size of more than zero bytes (see the package comment for
 // the forms). A fraction of a byte is rounded up: "1.0001KB" is 1001 bytes.
@@ -32,13 +49,13 @@ func Parse(s string) (int64, error) {
 	if strings.HasPrefix(t, "-") {
 		return 0, fmt.Errorf("%q is negative", s)
 	}
-	m := sizeRE.FindStringSubmatch(t)
+	m := regexp.MustCompile(sizePattern).FindStringSubmatch(t)
 	if m == nil {
 		return 0, fmt.Errorf("%q is not a size", s)
 	}
 	whole, frac, unit := m[1], m[2], strings.ToLower(m[3])
-	mult, ok := units[unit]
-	if !ok {
+	mult := unitSize(unit)
+	if mult == 0 {
 		return 0, fmt.Errorf("%q has an unknown unit %q", s, m[3])
 	}
 	if frac != "" && mult == 1 {
