@@ -3,6 +3,7 @@ package profiles
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"director/errcode"
 	"director/internal/bytesize"
+	"director/snapshot"
 	"director/storage"
 )
 
@@ -101,4 +103,36 @@ func suggestedSize(t *testing.T, err error, flag, env string) int64 {
 		t.Fatalf("hint %q suggests a %s that does not parse: %v", errcode.HintOf(err), flag, perr)
 	}
 	return n
+}
+
+// TestOverUnpackedSuggestsOnlySizesThatParse: the hint of an archive over
+// --max-unpacked names a size that takes it, which the flag must accept;
+// near 8 EiB (only a hostile manifest claims that much) no size could be
+// given, and the hint says not to restore it instead of naming one the
+// flag refuses.
+func TestOverUnpackedSuggestsOnlySizesThatParse(t *testing.T) {
+	for _, need := range []int64{2 << 20, 5<<30 + 1, 1 << 62, math.MaxInt64 - 1<<40, math.MaxInt64} {
+		for _, snapshotting := range []bool{false, true} {
+			err := overUnpacked(&errcode.Error{Code: errcode.UnsafeArchive,
+				Err: &snapshot.UnpackedLimitError{Limit: 1 << 20, Need: need}}, snapshotting)
+			var ee *errcode.Error
+			if !errors.As(err, &ee) {
+				t.Fatalf("need %d: %v is not an errcode.Error", need, err)
+			}
+			m := regexp.MustCompile(`--max-unpacked \(or DIRECTOR_MAX_UNPACKED\) to (\S+) or more`).FindStringSubmatch(ee.Hint)
+			if m == nil {
+				if !strings.Contains(ee.Hint, "claims more than any --max-unpacked takes") {
+					t.Errorf("need %d: hint %q names no size and does not say why", need, ee.Hint)
+				}
+				if need < 1<<62 {
+					t.Errorf("need %d: hint %q names no size, though one could be given", need, ee.Hint)
+				}
+				continue
+			}
+			got, perr := bytesize.Parse(m[1])
+			if perr != nil || got < need {
+				t.Errorf("need %d: hint names %s: %d, %v; want a size the flag takes, at least the need", need, m[1], got, perr)
+			}
+		}
+	}
 }

@@ -219,10 +219,17 @@ func overUnpacked(err error, snapshotting bool) error {
 	if !errors.As(err, &e) {
 		return err
 	}
-	hint := fmt.Sprintf("if you trust this snapshot, set --max-unpacked (or DIRECTOR_MAX_UNPACKED) to %s or more", bytesize.Format(e.Need))
+	need := bytesize.Format(e.Need)
+	if _, perr := bytesize.Parse(need); perr != nil {
+		// Near 8 EiB: only a hostile manifest claims that much, and no
+		// setting could be given that takes it.
+		return &errcode.Error{Code: errcode.Of(err), Err: err,
+			Hint: "it claims more than any --max-unpacked takes; no real profile holds that much: do not restore it"}
+	}
+	hint := fmt.Sprintf("if you trust this snapshot, set --max-unpacked (or DIRECTOR_MAX_UNPACKED) to %s or more", need)
 	if snapshotting {
 		hint = fmt.Sprintf("set --max-unpacked (or DIRECTOR_MAX_UNPACKED) to %s or more, here and on every machine that restores it, "+
-			"or leave the biggest files out with --exclude GLOB (`du -ah` in the profile directory, sorted with `sort -h`, lists them)", bytesize.Format(e.Need))
+			"or leave the biggest files out with --exclude GLOB (`du -ah` in the profile directory, sorted with `sort -h`, lists them)", need)
 	}
 	return &errcode.Error{Code: errcode.Of(err), Hint: hint, Err: err}
 }
