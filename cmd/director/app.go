@@ -232,7 +232,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Description: "A person logs in once in a real Chrome profile; director snapshots the whole profile into a\n" +
 			"zstd-compressed tar archive (age-encrypted when it leaves the machine), stores it, records it in a\n" +
 			"SQLite catalog, and restores it safely before any workflow that needs the login.\n\n" +
-			"Exit codes: 0 ok, 1 failure, 2 usage or invalid input, 3 human required, 4 domain blocked.",
+			"Exit codes: 0 ok, 1 failure, 2 usage or invalid input, 3 human required, 4 domain blocked.\n\n" +
+			"An environment variable set to \"\" is the same as one not set (DIRECTOR_HOME= is the default home);\n" +
+			"a flag given an empty value (--home \"\") is refused.",
 		Writer:               stdout,
 		ErrWriter:            stderr,
 		EnableBashCompletion: true,
@@ -241,13 +243,16 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		ExitErrHandler: func(*cli.Context, error) {},
 		Metadata:       map[string]any{"globals": g},
 		Flags: concatFlags([]cli.Flag{
-			&cli.StringFlag{Name: "home", EnvVars: []string{"DIRECTOR_HOME"}, Value: defaultHome(), Usage: "director's home: profiles in `DIR`/browser-profiles, catalog in DIR/director.db"},
-			&cli.StringFlag{Name: "store", EnvVars: []string{"DIRECTOR_STORE"}, Usage: "where archives live: file:///path, s3://bucket/prefix?endpoint=host:port, supabase://bucket/prefix (default file://<home>/snapshots)"},
+			setting(&cli.StringFlag{Name: "home", EnvVars: []string{"DIRECTOR_HOME"}, Value: defaultHome(), Usage: "director's home: profiles in `DIR`/browser-profiles, catalog in DIR/director.db"}),
+			setting(&cli.StringFlag{Name: "store", EnvVars: []string{"DIRECTOR_STORE"}, Usage: "where archives live: file:///path, s3://bucket/prefix?endpoint=host:port, supabase://bucket/prefix (default file://<home>/snapshots)"}),
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors"},
-			&cli.StringFlag{Name: "log-level", EnvVars: []string{"DIRECTOR_LOG_LEVEL"}, Value: "warn", Usage: "log level on stderr: debug, info, warn, error"},
+			setting(&cli.StringFlag{Name: "log-level", EnvVars: []string{"DIRECTOR_LOG_LEVEL"}, Value: "warn", Usage: "log level on stderr: debug, info, warn, error"}),
 		}, managerFlags(), storeFlags(), encryptionFlags()),
 		Before: func(c *cli.Context) error {
+			if err := refuseEmpty(c, c.App.Flags); err != nil {
+				return err
+			}
 			g.Home = c.String("home")
 			g.Store = c.String("store")
 			g.JSON = c.Bool("json")

@@ -335,6 +335,9 @@ func checkArgs(required []cli.Flag) cli.BeforeFunc {
 			return errcode.New(errcode.InvalidInput, "%s needs %s, got %d %s", name, cmd.ArgsUsage, n, plural(n, "argument")).
 				WithHint("%s", hint)
 		}
+		if err := refuseEmpty(c, cmd.Flags); err != nil {
+			return err
+		}
 		for _, f := range required {
 			if !c.IsSet(f.Names()[0]) {
 				flag := "--" + f.Names()[0] + " " + placeholder(f)

@@ -55,14 +55,10 @@ func TestInvocationHint(t *testing.T) {
 }
 
 // noDirectorEnv isolates a test from the caller's director settings, as
-// cliEnv does, with DIRECTOR_HOME and DIRECTOR_STORE unset rather than
-// empty (an empty DIRECTOR_HOME is a home of "", the working directory).
+// cliEnv does (DIRECTOR_HOME and DIRECTOR_STORE set empty, which is unset).
 func noDirectorEnv(t *testing.T) {
 	t.Helper()
-	cliEnv(t) // restores them at the end
-	for _, k := range []string{"DIRECTOR_HOME", "DIRECTOR_STORE"} {
-		os.Unsetenv(k)
-	}
+	cliEnv(t)
 }
 
 // hintMode is how a test gives director its home and store.

@@ -16,17 +16,17 @@ import (
 // identity file (secret key) that decrypts them on restore.
 func encryptionFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{
+		setting(&cli.StringFlag{
 			Name:    "age-recipients",
 			EnvVars: []string{encrypt.EnvRecipients},
 			Usage: "age public `KEYS` (age1…, comma separated) or a recipients file: snapshots are encrypted to them; " +
 				"a host that only snapshots needs no secret",
-		},
-		&cli.StringFlag{
+		}),
+		setting(&cli.StringFlag{
 			Name:    "age-identity",
 			EnvVars: []string{encrypt.EnvIdentity},
 			Usage:   "age identity `FILE` (secret key, mode 0600) that decrypts snapshots on restore, verify and catalog rebuild",
-		},
+		}),
 	}
 }
 

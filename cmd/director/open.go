@@ -49,7 +49,7 @@ func profileOpenCommand() *cli.Command {
 			&cli.BoolFlag{Name: "snapshot", Usage: "snapshot the profile after the browser is closed"},
 			&cli.StringFlag{Name: "note", Usage: "note for the --snapshot (default: \"profile open\")"},
 			&cli.BoolFlag{Name: "headless", Usage: "run without a window (for scripts: close with Enter or end of input)"},
-			&cli.StringFlag{Name: "chrome", EnvVars: []string{"CHROME_PATH"}, Usage: "Chrome or Chromium binary `PATH`"},
+			setting(&cli.StringFlag{Name: "chrome", EnvVars: []string{"CHROME_PATH"}, Usage: "Chrome or Chromium binary `PATH`"}),
 			&cli.DurationFlag{Name: "close-timeout", Value: launcher.DefaultCloseTimeout, Usage: "how long to wait for Chrome to exit before killing it"},
 		},
 		Action: withManager(profileOpen),

@@ -483,12 +483,12 @@ func excludesFrom(c *cli.Context) []string {
 // managerFlags are global flags that tune profile transfers.
 func managerFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "max-size", EnvVars: []string{"DIRECTOR_MAX_SIZE"}, Value: bytesize.Exact(profiles.DefaultMaxSize),
-			Usage: "largest archive to store or restore, a `SIZE`: bytes, or a number with a unit (500MB is 500×10^6 bytes; 500M and 500MiB are 500×2^20; also K, G, T)"},
-		&cli.StringFlag{Name: "max-unpacked", EnvVars: []string{"DIRECTOR_MAX_UNPACKED"}, Value: bytesize.Exact(snapshot.DefaultMaxUnpackedBytes),
-			Usage: "most a snapshot may unpack to, a `SIZE` as for --max-size: restore and verify refuse an archive over it (a decompression-bomb guard), and profile snapshot a profile over it"},
+		setting(&cli.StringFlag{Name: "max-size", EnvVars: []string{"DIRECTOR_MAX_SIZE"}, Value: bytesize.Exact(profiles.DefaultMaxSize),
+			Usage: "largest archive to store or restore, a `SIZE`: bytes, or a number with a unit (500MB is 500×10^6 bytes; 500M and 500MiB are 500×2^20; also K, G, T)"}),
+		setting(&cli.StringFlag{Name: "max-unpacked", EnvVars: []string{"DIRECTOR_MAX_UNPACKED"}, Value: bytesize.Exact(snapshot.DefaultMaxUnpackedBytes),
+			Usage: "most a snapshot may unpack to, a `SIZE` as for --max-size: restore and verify refuse an archive over it (a decompression-bomb guard), and profile snapshot a profile over it"}),
 		&cli.BoolFlag{Name: "insecure-no-encryption", Usage: "allow plaintext archives in a remote store (they hold live cookies)"},
-		&cli.StringFlag{Name: "chrome", EnvVars: []string{"CHROME_PATH"}, Usage: "Chrome or Chromium binary `PATH` (default: search PATH and the usual install places)"},
+		setting(&cli.StringFlag{Name: "chrome", EnvVars: []string{"CHROME_PATH"}, Usage: "Chrome or Chromium binary `PATH` (default: search PATH and the usual install places)"}),
 	}
 }
 

@@ -14,12 +14,17 @@ import (
 	"director/internal/shellquote"
 )
 
-// cliEnv isolates a test from the caller's director settings.
+// cliEnv isolates a test from the caller's director settings: they are
+// set empty, which is unset, and HOME is a temporary directory, so that a
+// command run without --home acts on a default home ($HOME/.director) that
+// the test owns, never on the real ~/.director. It returns a home for
+// --home.
 func cliEnv(t *testing.T) string {
 	t.Helper()
 	for _, k := range []string{"DIRECTOR_HOME", "DIRECTOR_STORE", "DIRECTOR_AGE_RECIPIENTS", "DIRECTOR_AGE_IDENTITY", "DIRECTOR_MAX_SIZE", "DIRECTOR_MAX_UNPACKED"} {
 		t.Setenv(k, "")
 	}
+	t.Setenv("HOME", t.TempDir())
 	return filepath.Join(t.TempDir(), "home")
 }
 

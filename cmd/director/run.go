@@ -69,7 +69,7 @@ func runCommands() []*cli.Command {
 		Flags: []cli.Flag{
 			&cli.GenericFlag{Name: "var", Value: &varsFlag{}, Usage: "set a workflow variable, `NAME=VALUE` (repeatable; overrides vars:)"},
 			&cli.StringFlag{Name: "artifacts", Usage: "write screenshots to `DIR`", DefaultText: "a new directory under <home>/artifacts, named in the result"},
-			&cli.StringFlag{Name: "cdp-url", EnvVars: []string{"DIRECTOR_CDP_URL"}, Usage: "attach to a running browser at `URL` (ws:// or http://) instead of launching Chrome"},
+			setting(&cli.StringFlag{Name: "cdp-url", EnvVars: []string{"DIRECTOR_CDP_URL"}, Usage: "attach to a running browser at `URL` (ws:// or http://) instead of launching Chrome"}),
 			// Neither flag set leaves the choice to the workflow: DefaultText
 			// says so, where urfave/cli would print "(default: false)".
 			&cli.BoolFlag{Name: "headless", Usage: "run Chrome without a window, whatever the workflow's browser.headless says",

@@ -18,10 +18,10 @@ import (
 // sees them; prefer the environment variables: flags show up in ps.
 func storeFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "aws-access-key-id", EnvVars: []string{"AWS_ACCESS_KEY_ID"}, Usage: "access key `ID` of s3:// stores"},
-		&cli.StringFlag{Name: "aws-secret-access-key", EnvVars: []string{"AWS_SECRET_ACCESS_KEY"}, Usage: "secret `KEY` of s3:// stores (prefer the environment variable)"},
-		&cli.StringFlag{Name: "supabase-url", EnvVars: []string{"SUPABASE_URL"}, Usage: "Supabase project `URL` of supabase:// stores, e.g. https://abcdefgh.supabase.co"},
-		&cli.StringFlag{Name: "supabase-service-key", EnvVars: []string{"SUPABASE_SERVICE_KEY"}, Usage: "Supabase service_role `KEY` of supabase:// stores (prefer the environment variable)"},
+		setting(&cli.StringFlag{Name: "aws-access-key-id", EnvVars: []string{"AWS_ACCESS_KEY_ID"}, Usage: "access key `ID` of s3:// stores"}),
+		setting(&cli.StringFlag{Name: "aws-secret-access-key", EnvVars: []string{"AWS_SECRET_ACCESS_KEY"}, Usage: "secret `KEY` of s3:// stores (prefer the environment variable)"}),
+		setting(&cli.StringFlag{Name: "supabase-url", EnvVars: []string{"SUPABASE_URL"}, Usage: "Supabase project `URL` of supabase:// stores, e.g. https://abcdefgh.supabase.co"}),
+		setting(&cli.StringFlag{Name: "supabase-service-key", EnvVars: []string{"SUPABASE_SERVICE_KEY"}, Usage: "Supabase service_role `KEY` of supabase:// stores (prefer the environment variable)"}),
 		&cli.DurationFlag{Name: "store-call-timeout", EnvVars: []string{"DIRECTOR_STORE_CALL_TIMEOUT"}, Value: 30 * time.Second,
 			Usage: "give up a store call of bounded size (stat, list, delete, opening a download) that has not answered after `DURATION`"},
 		&cli.DurationFlag{Name: "store-idle-timeout", EnvVars: []string{"DIRECTOR_STORE_IDLE_TIMEOUT"}, Value: 60 * time.Second,

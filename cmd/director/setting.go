@@ -1,0 +1,60 @@
+package main
+
+import (
+	"flag"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"director/errcode"
+)
+
+// settingFlag is a string flag that an environment variable can set too
+// (--home and DIRECTOR_HOME), where a variable set to the empty string is
+// the same as one not set: the flag's default. urfave/cli takes an empty
+// variable for a value, so DIRECTOR_HOME= made the home "", the working
+// directory, and DIRECTOR_LOG_LEVEL= failed; an env file or a crontab line
+// that empties a variable means "not this", not "nothing". urfave/cli
+// already reads an empty variable of a duration, number or boolean flag as
+// unset.
+//
+// Given on the command line, an empty value is refused (refuseEmpty): it
+// is almost always an unset shell variable (`--home "$DIR"`), and taking it
+// for the default would act on ~/.director.
+type settingFlag struct{ *cli.StringFlag }
+
+// setting makes f a settingFlag.
+func setting(f *cli.StringFlag) cli.Flag { return &settingFlag{f} }
+
+// Apply registers the flag with its default, or the value of the first of
+// its variables that is set and not empty. It leaves f.Value alone, so that
+// help shows the default, not the environment's value.
+func (f *settingFlag) Apply(set *flag.FlagSet) error {
+	val := f.Value
+	for _, env := range f.EnvVars {
+		if v := os.Getenv(env); v != "" {
+			val = v
+			f.HasBeenSet = true
+			break
+		}
+	}
+	for _, name := range f.Names() {
+		set.String(name, val, f.Usage)
+	}
+	return nil
+}
+
+// refuseEmpty fails with invalid_input when one of flags, a settingFlag,
+// was given an empty value on the command line (an empty variable never
+// sets it: see settingFlag).
+func refuseEmpty(c *cli.Context, flags []cli.Flag) error {
+	for _, fl := range flags {
+		f, ok := fl.(*settingFlag)
+		if !ok || !c.IsSet(f.Name) || c.String(f.Name) != "" {
+			continue
+		}
+		return errcode.New(errcode.InvalidInput, "--%s is empty", f.Name).
+			WithHint("give --%s a value, or leave it out for its default (%s set to \"\" counts as unset)", f.Name, f.EnvVars[0])
+	}
+	return nil
+}

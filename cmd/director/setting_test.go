@@ -1,0 +1,121 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+
+	"director/errcode"
+)
+
+// allFlags returns the global flags and those of every command below cmds.
+func allFlags(app *cli.App) []cli.Flag {
+	flags := append([]cli.Flag{}, app.Flags...)
+	var walk func([]*cli.Command)
+	walk = func(cmds []*cli.Command) {
+		for _, c := range cmds {
+			flags = append(flags, c.Flags...)
+			walk(c.Subcommands)
+		}
+	}
+	walk(app.Commands)
+	return flags
+}
+
+// TestEmptyVariableIsUnset: every flag an environment variable can set
+// takes that variable set to "" for unset: its default, and not IsSet (a
+// --chrome that IsSet must answer). urfave/cli took an empty string value
+// for a value: DIRECTOR_HOME= was a home of "", the working directory.
+func TestEmptyVariableIsUnset(t *testing.T) {
+	cliEnv(t)
+	app := newApp(io.Discard, io.Discard)
+	n := 0
+	for _, fl := range allFlags(app) {
+		env, ok := fl.(cli.DocGenerationFlag)
+		if !ok || len(env.GetEnvVars()) == 0 {
+			continue
+		}
+		name := fl.Names()[0]
+		for _, v := range env.GetEnvVars() {
+			t.Setenv(v, "")
+		}
+		switch f := fl.(type) {
+		case *settingFlag:
+			n++
+			fs := flag.NewFlagSet("director", flag.ContinueOnError)
+			if err := f.Apply(fs); err != nil {
+				t.Fatalf("--%s: %v", name, err)
+			}
+			if got := fs.Lookup(name).Value.String(); got != f.Value {
+				t.Errorf("--%s with %s empty is %q, want its default %q", name, f.EnvVars[0], got, f.Value)
+			}
+			if f.IsSet() {
+				t.Errorf("--%s is set by an empty %s", name, f.EnvVars[0])
+			}
+		case *cli.StringFlag, *cli.StringSliceFlag, *cli.GenericFlag, *cli.PathFlag:
+			t.Errorf("--%s is read from %v as it is, even empty: make it a setting", name, env.GetEnvVars())
+		default:
+			// Durations, numbers and booleans: urfave/cli reads an empty
+			// variable as unset.
+			fs := flag.NewFlagSet("director", flag.ContinueOnError)
+			if err := fl.Apply(fs); err != nil {
+				t.Errorf("--%s with %v empty: %v", name, env.GetEnvVars(), err)
+			} else if fl.IsSet() {
+				t.Errorf("--%s is set by an empty %v", name, env.GetEnvVars())
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("found %d settings; the walk over the flags is broken", n)
+	}
+}
+
+// TestEmptySettings runs director with its variables set to "": each is
+// the default, as if unset (the home is $HOME/.director, not the working
+// directory); an empty value given as a flag is refused and changes nothing.
+func TestEmptySettings(t *testing.T) {
+	cliEnv(t) // HOME is a temporary directory, DIRECTOR_HOME and DIRECTOR_STORE ""
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	for _, v := range []string{"DIRECTOR_LOG_LEVEL", "CHROME_PATH", "DIRECTOR_CDP_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+		"SUPABASE_URL", "SUPABASE_SERVICE_KEY", "DIRECTOR_STORE_CALL_TIMEOUT", "DIRECTOR_STORE_IDLE_TIMEOUT", "DIRECTOR_AUDIT_KEEP"} {
+		t.Setenv(v, "")
+	}
+	if code, _, errOut := runDirector(t, "profile", "create", "work"); code != 0 {
+		t.Fatalf("profile create with the variables empty: exit %d: %s", code, errOut)
+	}
+	home := filepath.Join(os.Getenv("HOME"), ".director")
+	if _, err := os.Stat(filepath.Join(home, "browser-profiles", "work")); err != nil {
+		t.Errorf("DIRECTOR_HOME= is not the default home %s: %v", home, err)
+	}
+	if left, _ := os.ReadDir(cwd); len(left) > 0 {
+		t.Errorf("DIRECTOR_HOME= wrote into the working directory: %v", left)
+	}
+	if code, _, errOut := runDirector(t, "profile", "snapshot", "work"); code != 0 {
+		t.Fatalf("profile snapshot with the variables empty: exit %d: %s", code, errOut)
+	}
+
+	for _, args := range [][]string{
+		{"--home", "", "profile", "create", "other"},
+		{"--home=", "profile", "create", "other"},
+		{"profile", "create", "other", "--store", ""},
+		{"--log-level", "", "profile", "create", "other"},
+		{"profile", "open", "other", "--headless", "--chrome", ""},
+		{"--age-identity", "", "profile", "create", "other"},
+	} {
+		code, out, _ := runDirector(t, append([]string{"--json"}, args...)...)
+		if code != errcode.ExitUsage || decodeJSON(t, out)["error"].(map[string]any)["code"] != string(errcode.InvalidInput) {
+			t.Errorf("%q: exit %d %s, want invalid_input", args, code, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(home, "browser-profiles", "other")); err == nil {
+		t.Error("a command refused for an empty flag created its profile")
+	}
+	if left, _ := os.ReadDir(cwd); len(left) > 0 {
+		t.Errorf("--home '' wrote into the working directory: %v", left)
+	}
+}
