@@ -61,6 +61,7 @@ type Progress interface {
 // not usable: set at least Root, Store and Catalog.
 type Manager struct {
 	Root    string        // directory holding the profiles, <home>/browser-profiles
+	Home    string        // director's home, which a missing catalog's messages name; "" says "here"
 	Store   storage.Store // where archives live
 	Catalog *catalog.DB   // snapshot metadata
 	Log     *slog.Logger  // nil discards
@@ -128,6 +129,15 @@ func (m *Manager) progress(label string, total int64) Progress {
 
 // Dir returns the profile's user-data-dir.
 func (m *Manager) Dir(name string) string { return filepath.Join(m.Root, name) }
+
+// noCatalog says that the Manager has no catalog, naming the home it has
+// none in, so that a mistyped --home shows.
+func (m *Manager) noCatalog() string {
+	if m.Home == "" {
+		return "there is no catalog here yet"
+	}
+	return fmt.Sprintf("there is no catalog in %s yet", m.Home)
+}
 
 func (m *Manager) ensureRoot() error {
 	if err := os.MkdirAll(m.Root, 0o700); err != nil {

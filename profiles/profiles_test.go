@@ -1100,3 +1100,40 @@ func TestRestoreLatestNeverGoesBackPastASnapshotItCannotRead(t *testing.T) {
 		t.Fatalf("restore = %+v, %v; want %s (plain %s, encrypted %s)", res, err, newest, plain, enc)
 	}
 }
+
+// unlistableStore fails every List, like a store that cannot be reached.
+type unlistableStore struct{ storage.Store }
+
+func (unlistableStore) List(context.Context, string) ([]storage.Object, error) {
+	return nil, errcode.New(errcode.StorageUnavailable, "injected failure")
+}
+
+// TestVerifyWithoutCatalogNamesHome: verify on a Manager without a catalog
+// (a home that has none) says which home it found none in, so that a
+// mistyped --home shows; it said "no catalog here yet".
+func TestVerifyWithoutCatalogNamesHome(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name      string
+		unlisted  bool
+		ref, code string
+	}{
+		{"latest, none stored", false, "", "snapshot_not_found"},
+		{"an id the store lacks", false, "w-20261101T000000Z-abcd", "snapshot_not_found"},
+		{"a store that cannot be listed", true, "latest", "storage_unavailable"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newTestManager(t)
+			m.Catalog = nil
+			m.Home = filepath.Join(t.TempDir(), "mistyped-home")
+			if c.unlisted {
+				m.Store = unlistableStore{m.Store}
+			}
+			_, err := m.Verify(ctx, "w", c.ref)
+			if string(errcode.Of(err)) != c.code || !strings.Contains(err.Error(), "no catalog in "+m.Home+" yet") {
+				t.Errorf("verify: %v [%s], want %s naming the home %s", err, errcode.Of(err), c.code, m.Home)
+			}
+		})
+	}
+}

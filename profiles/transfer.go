@@ -758,8 +758,8 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, unlisted *er
 			return row, nil
 		}
 		if m.Catalog == nil {
-			return row, errcode.New(errcode.SnapshotNotFound, "no snapshot %q of profile %q in %s (and no catalog here yet)", ref, name, m.Store).
-				WithHint("check --store / DIRECTOR_STORE and the id; a snapshot is made with `director profile snapshot %s`", name)
+			return row, errcode.New(errcode.SnapshotNotFound, "no snapshot %q of profile %q in %s (and %s)", ref, name, m.Store, m.noCatalog()).
+				WithHint("check --home / DIRECTOR_HOME, --store / DIRECTOR_STORE and the id; a snapshot is made with `director profile snapshot %s`", name)
 		}
 		return row, errcode.New(errcode.SnapshotNotFound, "no snapshot %q of profile %q in the catalog or in %s", ref, name, m.Store).
 			WithHint("list snapshots with `director profile snapshots %s`", name)
@@ -826,15 +826,15 @@ func (m *Manager) latestInStore(ctx context.Context, store, name string) (catalo
 	})
 	if err != nil {
 		return latest, errcode.Hinted(err, errcode.Of(err), storeHint(err, "then retry"),
-			"there is no catalog here yet and the store %s could not be listed", m.Store)
+			"%s and the store %s could not be listed", m.noCatalog(), m.Store)
 	}
 	if locked != "" && (latest.ID == "" || idNewer(name, locked, latest)) {
 		return latest, m.newestUnreadable(name, locked, lockedErr,
 			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots are encrypted to", "")
 	}
 	if latest.ID == "" {
-		return latest, errcode.New(errcode.SnapshotNotFound, "profile %q has no snapshot in %s (and there is no catalog here yet)", name, m.Store).
-			WithHint("check --store / DIRECTOR_STORE, or make one with `director profile snapshot %s`", name)
+		return latest, errcode.New(errcode.SnapshotNotFound, "profile %q has no snapshot in %s (and %s)", name, m.Store, m.noCatalog()).
+			WithHint("check --home / DIRECTOR_HOME and --store / DIRECTOR_STORE, or make one with `director profile snapshot %s`", name)
 	}
 	return latest, nil
 }

@@ -72,6 +72,7 @@ func newManagerFor(c *cli.Context, readOnly bool) (*profiles.Manager, error) {
 	}
 	m := &profiles.Manager{
 		Root:                 g.ProfilesDir(),
+		Home:                 g.Home,
 		Catalog:              cat,
 		Log:                  g.Log,
 		InsecureNoEncryption: c.Bool("insecure-no-encryption"),

@@ -195,7 +195,9 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 // (a home that does not exist, or one that holds no director.db) that
 // shares the store finds the snapshot from the store's manifests, latest
 // or by id, and still creates no catalog; a newest snapshot it cannot
-// decrypt fails with decrypt_failed, not with an older one or "none".
+// decrypt fails with decrypt_failed, not with an older one or "none"; one
+// it does not find is snapshot_not_found naming the home it has no catalog
+// in.
 func TestVerifyWithoutCatalog(t *testing.T) {
 	e := encryptedWork(t)
 	store := "file://" + filepath.Join(e.home, "snapshots")
@@ -218,6 +220,7 @@ func TestVerifyWithoutCatalog(t *testing.T) {
 		{"latest without the identity", false, []string{"profile", "verify", "work"}, 1, "decrypt_failed"},
 		{"latest with another identity", true, []string{"--age-identity", e.wrong, "profile", "verify", "work"}, 1, "decrypt_failed"},
 		{"an id the store lacks", false, []string{"--age-identity", e.right, "profile", "verify", "work", "work-20261101T000000Z-abcd"}, 1, "snapshot_not_found"},
+		{"a profile the store lacks", true, []string{"--age-identity", e.right, "profile", "verify", "other"}, 1, "snapshot_not_found"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -238,6 +241,9 @@ func TestVerifyWithoutCatalog(t *testing.T) {
 				}
 			} else if e, _ := m["error"].(map[string]any); e["code"] != c.code {
 				t.Errorf("error %v, want %s", m["error"], c.code)
+			} else if msg, _ := e["message"].(string); c.code == "snapshot_not_found" && !strings.Contains(msg, "no catalog in "+home+" yet") {
+				// A mistyped --home shows in the message.
+				t.Errorf("message %q does not name the home %s it found no catalog in", msg, home)
 			}
 			if _, err := os.Stat(filepath.Join(home, "director.db")); !os.IsNotExist(err) {
 				t.Errorf("the catalog was created (%v)", err)
