@@ -542,8 +542,7 @@ func (m *Manager) Delete(ctx context.Context, name string, withSnapshots bool) (
 					m.log().Debug("cannot sweep the store folder of a profile without snapshots", "profile", name, "err", err)
 				}
 			}
-			return nil, errcode.New(errcode.ProfileNotFound, "profile %q does not exist and has no snapshots in %s", name, m.Store).
-				WithHint("check the name with `director profile list`; snapshots in another store need that --store (see `director profile snapshots %s --store URL`)", name)
+			return nil, m.nowhere(name)
 		}
 	}
 	if exists {
@@ -571,6 +570,38 @@ func (m *Manager) Delete(ctx context.Context, name string, withSnapshots bool) (
 		return res, err
 	}
 	return res, nil
+}
+
+// nowhere is the profile_not_found of a profile with neither a directory
+// nor snapshots in the store, which Delete --with-snapshots and Prune fail
+// with.
+func (m *Manager) nowhere(name string) error {
+	return errcode.New(errcode.ProfileNotFound, "profile %q does not exist and has no snapshots in %s", name, m.Store).
+		WithHint("check the name with `director profile list`; snapshots in another store need that --store (see `director profile snapshots %s --store URL`)", name)
+}
+
+// Absent returns the profile_not_found that Delete (with withSnapshots as
+// inStore) and Prune (inStore) fail with when name has no directory and,
+// with inStore, nothing under "NAME/" in the store either; a store that
+// cannot be listed fails as Prune does. It needs no catalog and writes
+// nothing: the CLI asks it first on a home that has no catalog yet, so that
+// a command bound to fail creates neither the home nor director.db.
+func (m *Manager) Absent(ctx context.Context, name string, inStore bool) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	err := m.requireDir(name)
+	if err == nil || errcode.Of(err) != errcode.ProfileNotFound || !inStore {
+		return err
+	}
+	objs, err := m.Store.List(ctx, name+"/")
+	if err != nil {
+		return errcode.Hinted(err, errcode.Of(err), storeHint(err, "nothing was deleted"), "listing %s in %s", name+"/", m.Store)
+	}
+	if len(objs) > 0 {
+		return nil
+	}
+	return m.nowhere(name)
 }
 
 // snapshotPlan is what Delete removes with --with-snapshots.
@@ -907,8 +938,7 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 	}
 	if len(snaps) == 0 {
 		if err := m.requireDir(name); errcode.Of(err) == errcode.ProfileNotFound {
-			return nil, errcode.New(errcode.ProfileNotFound, "profile %q does not exist and has no snapshots in %s", name, m.Store).
-				WithHint("check the name with `director profile list`")
+			return nil, m.nowhere(name)
 		} else if err != nil {
 			return nil, err
 		}

@@ -470,6 +470,43 @@ type RestoreResult struct {
 	Skipped      string    `json:"skipped_snapshot_id,omitempty"`
 }
 
+// openArchive opens the local archive of RestoreOptions.Archive.
+func openArchive(path string) (*os.File, error) {
+	// Stat first: opening a fifo would block, and a directory opens fine
+	// and fails only at the first read.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, errcode.New(errcode.InvalidInput, "--archive %s is not a regular file (%s)", path, st.Mode().Type()).
+			WithHint("give the path of a .tar.zst or .tar.zst.age file")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, errcode.Hinted(err, errcode.SnapshotNotFound, "check the path given to --archive", "opening archive %s", path)
+	}
+	return f, nil
+}
+
+// CheckRestore fails as Restore would when the snapshot it is asked for
+// is not there: an invalid name, an --archive it cannot open, or an id or
+// latest the catalog and the store (only the store's manifests, for a
+// Manager without a catalog) do not hold, or hold encrypted to a key this
+// machine lacks. Without a catalog (m.Catalog nil) it writes nothing: the
+// CLI asks it first on a home that has no catalog yet, so that a restore
+// bound to fail creates neither the home nor director.db.
+func (m *Manager) CheckRestore(ctx context.Context, name, ref string, o RestoreOptions) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if o.Archive != "" {
+		f, err := openArchive(o.Archive)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	_, _, err := m.resolve(ctx, name, ref)
+	return err
+}
+
 // Restore replaces (or creates) a profile from a snapshot: ref is an id or
 // "latest" (also ""), or opts.Archive names a local archive file. The old
 // profile is untouched on every failure.
@@ -497,15 +534,9 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		row       catalog.Snapshot // the snapshot of the store, when not --archive
 	)
 	if o.Archive != "" {
-		// Stat first: opening a fifo would block, and a directory opens fine
-		// and fails only at the first read.
-		if st, err := os.Stat(o.Archive); err == nil && !st.Mode().IsRegular() {
-			return nil, errcode.New(errcode.InvalidInput, "--archive %s is not a regular file (%s)", o.Archive, st.Mode().Type()).
-				WithHint("give the path of a .tar.zst or .tar.zst.age file")
-		}
-		f, err := os.Open(o.Archive)
+		f, err := openArchive(o.Archive)
 		if err != nil {
-			return nil, errcode.Hinted(err, errcode.SnapshotNotFound, "check the path given to --archive", "opening archive %s", o.Archive)
+			return nil, err
 		}
 		if st, err := f.Stat(); err == nil {
 			size = st.Size()

@@ -22,7 +22,17 @@ func catalogCommands() []*cli.Command {
 				"Encrypted manifests need the identity (--age-identity / DIRECTOR_AGE_IDENTITY): when any\n" +
 				"cannot be decrypted (no identity, or another one), every other manifest is still added, and the\n" +
 				"command fails with decrypt_failed. Manifests skipped for other reasons are listed.",
-			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+			Action: withManager(func(c *cli.Context, m *profiles.Manager, fresh bool) error {
+				if !fresh {
+					return nil
+				}
+				// A store that cannot be listed (a mistyped --store, no
+				// credentials) would fail the rebuild after it created the
+				// home and an empty catalog: ask it first, with a listing
+				// of a prefix that holds nothing of note.
+				_, err := m.Store.List(c.Context, ".director-check/")
+				return err
+			}, func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				res, err := m.Rebuild(c.Context)
 				if err != nil && res != nil && g.JSON {
 					// One object: the error, and what the rebuild did.

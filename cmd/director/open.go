@@ -52,7 +52,7 @@ func profileOpenCommand() *cli.Command {
 			setting(&cli.StringFlag{Name: "chrome", EnvVars: []string{"CHROME_PATH"}, Usage: "Chrome or Chromium binary `PATH`"}),
 			&cli.DurationFlag{Name: "close-timeout", Value: launcher.DefaultCloseTimeout, Usage: "how long to wait for Chrome to exit before killing it"},
 		},
-		Action: withManager(profileOpen),
+		Action: withManager(checkOpen, profileOpen),
 	}
 }
 
@@ -69,7 +69,11 @@ type openResult struct {
 	Snapshot *profiles.SnapshotResult `json:"snapshot,omitempty"`
 }
 
-func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
+// checkOpen refuses what profile open would refuse before Chrome starts
+// (a bad name or URL, a --snapshot the store would refuse, no Chrome, no
+// display for a window) before anything is created: the home, director.db
+// or the profile.
+func checkOpen(c *cli.Context, m *profiles.Manager, _ bool) error {
 	name, err := oneArg(c, "profile NAME")
 	if err != nil {
 		return err
@@ -87,12 +91,19 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 			return fmt.Errorf("profile open %s --snapshot: %w", name, err)
 		}
 	}
-	headless := c.Bool("headless")
-	if !headless {
-		if err := needDisplay("log in elsewhere and restore the snapshot here; --headless opens it without a window"); err != nil {
-			return err
-		}
+	if _, err := launcher.Find(c.String("chrome")); err != nil {
+		return err
 	}
+	if !c.Bool("headless") {
+		return needDisplay("log in elsewhere and restore the snapshot here; --headless opens it without a window")
+	}
+	return nil
+}
+
+// profileOpen is profile open, once checkOpen has passed.
+func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
+	name := c.Args().First()
+	headless := c.Bool("headless")
 	ctx := c.Context
 
 	// The profile lock keeps snapshot, restore and runs off the profile

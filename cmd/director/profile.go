@@ -43,15 +43,12 @@ func openCatalogIfExists(ctx context.Context, g *globals) (*catalog.DB, error) {
 	return catalog.Open(ctx, g.CatalogPath())
 }
 
-// newManager opens the catalog and the store and builds a profiles.Manager
-// from the global flags. The caller closes m.Catalog.
+// newManager opens the store and the catalog and builds a profiles.Manager
+// from the global flags. It creates nothing: without a catalog yet,
+// m.Catalog is nil, and a command that writes opens one (openCatalog,
+// which creates the home and director.db) once it knows it has work to do.
+// The caller closes m.Catalog.
 func newManager(c *cli.Context) (*profiles.Manager, error) {
-	return newManagerFor(c, false)
-}
-
-// newManagerFor is newManager; readOnly leaves m.Catalog nil, rather than
-// creating the home and the catalog, when there is no catalog yet.
-func newManagerFor(c *cli.Context, readOnly bool) (*profiles.Manager, error) {
 	g := getGlobals(c)
 	ctx := c.Context
 	maxSize, err := sizeSetting(c, "max-size", "DIRECTOR_MAX_SIZE", profiles.DefaultMaxSize)
@@ -62,11 +59,7 @@ func newManagerFor(c *cli.Context, readOnly bool) (*profiles.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	open := openCatalog
-	if readOnly {
-		open = openCatalogIfExists
-	}
-	cat, err := open(ctx, g)
+	cat, err := openCatalogIfExists(ctx, g)
 	if err != nil {
 		return nil, err
 	}
@@ -146,15 +139,39 @@ func chromeVersion(ctx context.Context, path string) (string, error) {
 
 var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+`)
 
-// withManager runs fn with a Manager and closes it afterwards.
-func withManager(fn func(c *cli.Context, g *globals, m *profiles.Manager) error) cli.ActionFunc {
+// precheck checks a command's input before withManager opens the catalog,
+// which creates the home and director.db when there are none. fresh says
+// the home has no catalog yet (m.Catalog is nil): the check must then also
+// find what the command would fail on for want of the profile or snapshot
+// it names, so that a command that fails on its input leaves a fresh home
+// as it found it.
+type precheck func(c *cli.Context, m *profiles.Manager, fresh bool) error
+
+// withManager runs fn with a Manager and closes it afterwards; check, when
+// not nil, runs first (see precheck).
+func withManager(check precheck, fn func(c *cli.Context, g *globals, m *profiles.Manager) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
+		g := getGlobals(c)
 		m, err := newManager(c)
 		if err != nil {
 			return err
 		}
-		defer m.Catalog.Close()
-		return fn(c, getGlobals(c), m)
+		fresh := m.Catalog == nil
+		if !fresh {
+			defer m.Catalog.Close()
+		}
+		if check != nil {
+			if err := check(c, m, fresh); err != nil {
+				return err
+			}
+		}
+		if fresh {
+			if m.Catalog, err = openCatalog(c.Context, g); err != nil {
+				return err
+			}
+			defer m.Catalog.Close()
+		}
+		return fn(c, g, m)
 	}
 }
 
@@ -163,7 +180,7 @@ func withManager(fn func(c *cli.Context, g *globals, m *profiles.Manager) error)
 // created (not the home, not director.db).
 func withReadOnlyManager(fn func(c *cli.Context, g *globals, m *profiles.Manager) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		m, err := newManagerFor(c, true)
+		m, err := newManager(c)
 		if err != nil {
 			return err
 		}
@@ -188,7 +205,9 @@ func profileCommands() []*cli.Command {
 		{
 			Name: "create", Usage: "create an empty profile (a Chrome user-data-dir)", ArgsUsage: "NAME",
 			Description: "Creates <home>/browser-profiles/NAME (mode 0700). Log in with `director profile open NAME --snapshot`.",
-			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+			Action: withManager(func(c *cli.Context, _ *profiles.Manager, _ bool) error {
+				return profiles.ValidateName(c.Args().First())
+			}, func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				name, err := oneArg(c, "profile NAME")
 				if err != nil {
 					return err
@@ -266,7 +285,12 @@ func profileCommands() []*cli.Command {
 				&cli.BoolFlag{Name: "with-snapshots", Usage: "also delete every snapshot of the profile from the store and the catalog"},
 				&cli.BoolFlag{Name: "force", Usage: "delete a profile that holds a login no snapshot has (after profile open without --snapshot)"},
 			},
-			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+			Action: withManager(func(c *cli.Context, m *profiles.Manager, fresh bool) error {
+				if !fresh {
+					return nil
+				}
+				return m.Absent(c.Context, c.Args().First(), c.Bool("with-snapshots"))
+			}, func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				name, err := oneArg(c, "profile NAME")
 				if err != nil {
 					return err
@@ -309,7 +333,13 @@ func profileCommands() []*cli.Command {
 				&cli.StringSliceFlag{Name: "include", Usage: "re-include paths matching `GLOB` that an exclude matched (repeatable)"},
 				&cli.BoolFlag{Name: "no-default-excludes", Usage: "do not apply the default excludes"},
 			},
-			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+			Action: withManager(func(c *cli.Context, m *profiles.Manager, fresh bool) error {
+				if !fresh {
+					return nil
+				}
+				_, err := m.Path(c.Args().First())
+				return err
+			}, func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				name, err := oneArg(c, "profile NAME")
 				if err != nil {
 					return err
@@ -342,7 +372,7 @@ func profileCommands() []*cli.Command {
 				&cli.StringFlag{Name: "archive", Usage: "restore from this local archive `FILE` instead of the store"},
 				&cli.BoolFlag{Name: "force", Usage: "restore a snapshot written by a newer Chrome than the local one, or one older than a login the profile holds that no snapshot has (from profile open without --snapshot)"},
 			},
-			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+			Action: withManager(func(c *cli.Context, m *profiles.Manager, fresh bool) error {
 				if c.NArg() < 1 || c.NArg() > 2 {
 					return errcode.New(errcode.InvalidInput, "profile restore expects NAME [ID|latest]").WithHint("usage: director profile restore NAME [ID|latest] [--archive FILE]")
 				}
@@ -351,6 +381,12 @@ func profileCommands() []*cli.Command {
 					return errcode.New(errcode.InvalidInput, "give either a snapshot ID or --archive, not both").
 						WithHint("drop %q to restore the --archive file, or drop --archive to restore %s from the store", ref, ref)
 				}
+				if !fresh {
+					return nil
+				}
+				return m.CheckRestore(c.Context, name, ref, profiles.RestoreOptions{Archive: c.String("archive")})
+			}, func(c *cli.Context, g *globals, m *profiles.Manager) error {
+				name, ref := c.Args().Get(0), c.Args().Get(1)
 				res, err := m.Restore(c.Context, name, ref, profiles.RestoreOptions{Archive: c.String("archive"), Force: c.Bool("force")})
 				if err != nil {
 					return err
@@ -427,16 +463,21 @@ func profileCommands() []*cli.Command {
 				&cli.IntFlag{Name: "keep-last", Usage: "keep the newest `N` snapshots (at least 1)", Required: true},
 				&cli.DurationFlag{Name: "keep-within", Usage: "also keep snapshots younger than `DURATION` (e.g. 168h)"},
 			},
-			Action: withManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
-				name, err := oneArg(c, "profile NAME")
-				if err != nil {
-					return err
-				}
+			Action: withManager(func(c *cli.Context, m *profiles.Manager, fresh bool) error {
 				if c.Int("keep-last") < 1 {
 					return errcode.New(errcode.InvalidInput, "--keep-last must be at least 1").WithHint("the newest snapshot is never pruned")
 				}
 				if d := c.Duration("keep-within"); d < 0 {
 					return errcode.New(errcode.InvalidInput, "--keep-within must not be negative, not %s", d).WithHint("for example --keep-within 168h keeps a week")
+				}
+				if !fresh {
+					return nil
+				}
+				return m.Absent(c.Context, c.Args().First(), true)
+			}, func(c *cli.Context, g *globals, m *profiles.Manager) error {
+				name, err := oneArg(c, "profile NAME")
+				if err != nil {
+					return err
 				}
 				res, err := m.Prune(c.Context, name, c.Int("keep-last"), c.Duration("keep-within"))
 				if err != nil {

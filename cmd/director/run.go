@@ -17,6 +17,7 @@ import (
 	"director/errcode"
 	"director/internal/progress"
 	"director/launcher"
+	"director/profiles"
 	"director/workflows"
 )
 
@@ -183,6 +184,20 @@ func runWorkflow(c *cli.Context) error {
 		m, err := newManager(c)
 		if err != nil {
 			return err
+		}
+		if m.Catalog == nil && w.Restore != workflows.RestoreNone {
+			// A home without a catalog yet: a snapshot the run cannot
+			// restore fails it before the home and director.db are
+			// created. With restore: latest, none at all is a first run.
+			err := m.CheckRestore(ctx, w.Profile, w.Restore, profiles.RestoreOptions{})
+			if err != nil && (errcode.Of(err) != errcode.SnapshotNotFound || w.Restore != workflows.RestoreLatest) {
+				return err
+			}
+		}
+		if m.Catalog == nil {
+			if m.Catalog, err = openCatalog(ctx, g); err != nil {
+				return err
+			}
 		}
 		defer m.Catalog.Close()
 		r.Profiles, r.Catalog = m, m.Catalog
