@@ -1150,6 +1150,13 @@ func (d *decoder) expand(s, field string, line int, allowVars bool) (string, boo
 				ok = false
 				continue
 			}
+			if v == "" {
+				// As for director's own variables, empty is unset: an env
+				// file's PASSWORD= would otherwise type an empty password.
+				d.add(line, field, "${env.%s}: the environment variable %s is empty, which counts as not set", name, name)
+				ok = false
+				continue
+			}
 			d.secret(name, v)
 			b.WriteString(v)
 		default:

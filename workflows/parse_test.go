@@ -174,6 +174,8 @@ func TestParseErrors(t *testing.T) {
 		{"vars nested", head + "vars:\n  a: {b: 1}\n" + step, 4, "vars.a", "must be a string"},
 		{"undefined var", head + "steps:\n  - navigate: http://h/${vars.nope}\n", 4, "steps[0].navigate.url", "${vars.nope} is not defined"},
 		{"unset env", head + "steps:\n  - navigate: http://h/${env.DIRECTOR_TEST_UNSET}\n", 4, "steps[0].navigate.url", "is not set"},
+		{"empty env", head + "steps:\n  - type: {selector: '#p', text: '${env.DIRECTOR_TEST_EMPTY}'}\n", 4, "steps[0].type.text", "DIRECTOR_TEST_EMPTY is empty, which counts as not set"},
+		{"empty env in vars", head + "vars: {pass: '${env.DIRECTOR_TEST_EMPTY}'}\n" + step, 3, "vars.pass", "is empty"},
 		{"bad reference", head + "steps:\n  - navigate: http://h/${user}\n", 4, "steps[0].navigate.url", "bad reference"},
 		{"unterminated reference", head + "steps:\n  - navigate: http://h/${vars.x\n", 4, "steps[0].navigate.url", "unterminated"},
 		{"step unknown key", head + "steps:\n  - navigate: http://h/\n    wait: 1s\n", 5, "steps[0].wait", "unknown key"},
@@ -237,7 +239,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Parse("wf.yaml", []byte(c.src), LoadOptions{LookupEnv: env(nil)})
+			_, err := Parse("wf.yaml", []byte(c.src), LoadOptions{LookupEnv: env(map[string]string{"DIRECTOR_TEST_EMPTY": ""})})
 			if err == nil {
 				t.Fatalf("no error for:\n%s", c.src)
 			}
