@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -217,11 +218,18 @@ func getGlobals(c *cli.Context) *globals {
 	return c.App.Metadata["globals"].(*globals)
 }
 
+// defaultHome is ~/.director: under $HOME, or, when HOME is unset or empty
+// (a system service, `env -i`), under the user's home directory in the
+// password database; "" when there is neither (newApp refuses it). It was
+// .director in the working directory.
 func defaultHome() string {
 	if h, err := os.UserHomeDir(); err == nil {
 		return filepath.Join(h, ".director")
 	}
-	return ".director"
+	if u, err := user.Current(); err == nil && filepath.IsAbs(u.HomeDir) {
+		return filepath.Join(u.HomeDir, ".director")
+	}
+	return ""
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
@@ -254,6 +262,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				return err
 			}
 			g.Home = c.String("home")
+			if g.Home == "" {
+				return errcode.New(errcode.InvalidInput, "no home directory for director: HOME is not set and the user has none").
+					WithHint("give one with --home DIR or DIRECTOR_HOME")
+			}
 			g.Store = c.String("store")
 			g.JSON = c.Bool("json")
 			g.Quiet = c.Bool("quiet")

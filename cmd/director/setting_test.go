@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"testing"
 
@@ -117,5 +118,19 @@ func TestEmptySettings(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(cwd); len(left) > 0 {
 		t.Errorf("--home '' wrote into the working directory: %v", left)
+	}
+}
+
+// TestDefaultHomeWithoutHOME: with HOME empty (or unset: a system service,
+// `env -i`) the default home is .director in the user's home directory
+// from the password database, not .director in the working directory.
+func TestDefaultHomeWithoutHOME(t *testing.T) {
+	u, err := user.Current()
+	if err != nil || !filepath.IsAbs(u.HomeDir) {
+		t.Skipf("no home directory in the password database: %v", err)
+	}
+	t.Setenv("HOME", "")
+	if got, want := defaultHome(), filepath.Join(u.HomeDir, ".director"); got != want {
+		t.Errorf("default home with HOME empty: %q, want %q", got, want)
 	}
 }
