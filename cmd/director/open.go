@@ -223,8 +223,7 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 	g.emit(res, func(w io.Writer) {
 		fmt.Fprintf(w, "closed Chrome on %s (%s) after %s\n", name, res.ClosedBy, res.Open.Round(time.Second))
 		if s := res.Snapshot; s != nil {
-			fmt.Fprintf(w, "snapshot %s\n  archive  %s\n  files    %d, %s raw\n  took     %s\n",
-				s.ID, humanBytes(s.ArchiveSize), s.FileCount, humanBytes(s.RawSize), s.Duration.Round(time.Millisecond))
+			writeSnapshot(w, s)
 		} else {
 			fmt.Fprintf(w, "next: %s\n", g.hints.command("profile snapshot "+name))
 		}

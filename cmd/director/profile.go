@@ -351,14 +351,7 @@ func profileCommands() []*cli.Command {
 					return err
 				}
 				g.hints.hintAll(res.Warnings)
-				g.emit(map[string]any{"status": "ok", "snapshot": res}, func(w io.Writer) {
-					fmt.Fprintf(w, "snapshot %s\n  archive  %s (%s)\n  files    %d, %s raw\n  took     %s\n  stored   %s\n",
-						res.ID, humanBytes(res.ArchiveSize), ratio(res.ArchiveSize, res.RawSize), res.FileCount,
-						humanBytes(res.RawSize), res.Duration.Round(time.Millisecond), res.Location)
-					for _, warn := range res.Warnings {
-						fmt.Fprintf(w, "  warning  %s\n", warn)
-					}
-				})
+				g.emit(map[string]any{"status": "ok", "snapshot": res}, func(w io.Writer) { writeSnapshot(w, res) })
 				return nil
 			}),
 		},
@@ -594,4 +587,15 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// writeSnapshot prints a snapshot's result as text, with its warnings (both
+// `profile snapshot` and `profile open --snapshot` print it).
+func writeSnapshot(w io.Writer, s *profiles.SnapshotResult) {
+	fmt.Fprintf(w, "snapshot %s\n  archive  %s (%s)\n  files    %d, %s raw\n  took     %s\n  stored   %s\n",
+		s.ID, humanBytes(s.ArchiveSize), ratio(s.ArchiveSize, s.RawSize), s.FileCount,
+		humanBytes(s.RawSize), s.Duration.Round(time.Millisecond), s.Location)
+	for _, warn := range s.Warnings {
+		fmt.Fprintf(w, "  warning  %s\n", warn)
+	}
 }
