@@ -210,11 +210,34 @@ func retryable(code errcode.Code) bool {
 // status is ok, and carries the code that decides the exit status.
 func (r *Runner) Run(ctx context.Context, w *Workflow) (*Result, error) {
 	start := time.Now()
+	res := newResult(w)
+	err := r.run(ctx, w, res)
+	return res, res.finish(w, err, start)
+}
+
+// Refused is the Result of a run of w that failed with err before it
+// began: nothing locked, restored, launched or recorded (no run id). The
+// caller checked what Run would have failed on (director run on a home
+// without a catalog yet, which it does not create for a run bound to
+// fail); the Result and the error are those Run gives for that failure.
+func Refused(w *Workflow, err error) (*Result, error) {
+	res := newResult(w)
+	return res, res.finish(w, err, time.Now())
+}
+
+// newResult is the Result of a run of w before it starts.
+func newResult(w *Workflow) *Result {
 	res := &Result{Workflow: w.Name, File: w.File, Profile: w.Profile, Outputs: map[string]any{}, Artifacts: []string{}, Steps: []StepResult{}, LoginCheck: "none"}
 	if w.LoginCheck != nil {
 		res.LoginCheck = "not_run"
 	}
-	err := r.run(ctx, w, res)
+	return res
+}
+
+// finish fills in res for a run of w that started at start and ended with
+// err, with the values w took from the environment redacted, and returns
+// err so redacted.
+func (res *Result) finish(w *Workflow, err error, start time.Time) error {
 	res.Durations.TotalMS = ms(time.Since(start))
 	res.Status = StatusFor(err)
 	if err != nil {
@@ -231,7 +254,7 @@ func (r *Runner) Run(ctx context.Context, w *Workflow) (*Result, error) {
 	for i := range res.Artifacts {
 		res.Artifacts[i] = w.Redact(res.Artifacts[i])
 	}
-	return res, err
+	return err
 }
 
 // redactErr returns err with the values w took from the environment

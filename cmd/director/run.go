@@ -189,9 +189,13 @@ func runWorkflow(c *cli.Context) error {
 			// A home without a catalog yet: a snapshot the run cannot
 			// restore fails it before the home and director.db are
 			// created. With restore: latest, none at all is a first run.
+			// The run fails as the runner would have: its result, not a
+			// plain error (the same --json object as on a home with a
+			// catalog, where the runner finds it).
 			err := m.CheckRestore(ctx, w.Profile, w.Restore, profiles.RestoreOptions{})
 			if err != nil && (errcode.Of(err) != errcode.SnapshotNotFound || w.Restore != workflows.RestoreLatest) {
-				return err
+				res, err := workflows.Refused(w, err)
+				return reportRun(g, res, err, notes)
 			}
 		}
 		if m.Catalog == nil {
@@ -207,6 +211,12 @@ func runWorkflow(c *cli.Context) error {
 	}
 
 	res, err := r.Run(ctx, w)
+	return reportRun(g, res, err, notes)
+}
+
+// reportRun prints the result of a run, res, which ended with err, as text
+// or JSON, and returns err for the exit status.
+func reportRun(g *globals, res *workflows.Result, err error, notes []string) error {
 	if res != nil && res.Error != nil {
 		res.Error.Hint = g.hints.hint(res.Error.Hint)
 	}

@@ -66,6 +66,40 @@ func TestRunInvalidWorkflow(t *testing.T) {
 	}
 }
 
+// TestRunRefusedRestoreResult: a run whose restore fails reports it as a
+// run's result (status failed, the error, no steps), as text and as the
+// --json object, whether or not the home has a catalog yet. On a home
+// without one, where director checks the restore before it creates the
+// catalog, it printed a plain error object instead.
+func TestRunRefusedRestoreResult(t *testing.T) {
+	for _, withCatalog := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fresh home", true: "home with a catalog"}[withCatalog], func(t *testing.T) {
+			home := cliEnv(t)
+			t.Setenv("CHROME_PATH", os.Args[0]) // found; never started
+			if withCatalog {
+				if code, _, errOut := runDirector(t, "--home", home, "profile", "create", "other"); code != 0 {
+					t.Fatalf("create: %d %s", code, errOut)
+				}
+			}
+			p := writeWF(t, t.TempDir(), "pinned.yaml",
+				"name: pinned\nprofile: work\nrestore: work-20261101T000000Z-abcd\nsteps:\n  - navigate: http://127.0.0.1:1/\n")
+			code, out, errOut := runDirector(t, "--home", home, "--json", "run", p)
+			m := firstJSON(t, out)
+			e, _ := m["error"].(map[string]any)
+			if code != 1 || m["status"] != "failed" || m["workflow"] != "pinned" || m["profile"] != "work" || e["code"] != "snapshot_not_found" {
+				t.Fatalf("exit %d, want 1 and a failed run's result:\n%s%s", code, out, errOut)
+			}
+			if _, ok := m["steps"].([]any); !ok {
+				t.Errorf("no steps list in the result:\n%s", out)
+			}
+			code, out, errOut = runDirector(t, "--home", home, "run", p)
+			if code != 1 || !strings.HasPrefix(out, "failed: workflow pinned on profile work") || !strings.Contains(errOut, "[snapshot_not_found]") {
+				t.Errorf("text: exit %d:\n%s%s", code, out, errOut)
+			}
+		})
+	}
+}
+
 func TestRunCommand(t *testing.T) {
 	needChrome(t)
 	home := cliEnv(t)
