@@ -55,6 +55,7 @@ func TestFailingCommandsLeaveFreshHome(t *testing.T) {
 	}
 	malformed := write("malformed.yaml", "name: x\nprofile: BAD NAME\nsteps: []\n")
 	missingID := write("missing-id.yaml", "name: x\nprofile: work\nrestore: work-20261101T000000Z-abcd\nsteps:\n  - navigate: http://127.0.0.1:1/\n")
+	missingIDShot := write("missing-id-shot.yaml", "name: x\nprofile: work\nrestore: work-20261101T000000Z-abcd\nsteps:\n  - navigate: http://127.0.0.1:1/\n  - screenshot: x.png\n")
 	unreachable := "s3://bucket?endpoint=127.0.0.1:1&insecure=true"
 
 	cases := []struct {
@@ -84,6 +85,7 @@ func TestFailingCommandsLeaveFreshHome(t *testing.T) {
 		{"audit of a missing session", []string{"audit", "--session", "nosuch"}, 1},
 		{"run of a malformed workflow", []string{"run", malformed}, 2},
 		{"run restoring a missing snapshot", []string{"run", missingID}, 1},
+		{"run restoring a missing snapshot, with a screenshot", []string{"run", missingIDShot}, 1},
 		{"key recipient without an identity", []string{"key", "recipient"}, 2},
 		{"key recipient of a missing file", []string{"key", "recipient", filepath.Join(dir, "no-key.txt")}, 1},
 		{"store check without credentials", []string{"--store", unreachable, "store", "check"}, 2},

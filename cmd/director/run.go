@@ -165,14 +165,6 @@ func runWorkflow(c *cli.Context) error {
 	case c.Bool("headed"):
 		r.Headless = ptr(false)
 	}
-	if artifacts == "" && hasScreenshots(w) {
-		// Screenshots of runs without --artifacts go under the home, where
-		// a cron user finds them (and the result names the directory), not
-		// into an unannounced temp directory.
-		if r.ArtifactsDir, err = newArtifactsDir(g, w); err != nil {
-			return err
-		}
-	}
 	if w.Incognito {
 		cat, err := openCatalog(ctx, g)
 		if err != nil {
@@ -205,6 +197,15 @@ func runWorkflow(c *cli.Context) error {
 		}
 		defer m.Catalog.Close()
 		r.Profiles, r.Catalog = m, m.Catalog
+	}
+	if artifacts == "" && hasScreenshots(w) {
+		// Screenshots of runs without --artifacts go under the home, where
+		// a cron user finds them (and the result names the directory), not
+		// into an unannounced temp directory. Made once the run is known
+		// to start: a run refused above leaves a fresh home as it was.
+		if r.ArtifactsDir, err = newArtifactsDir(g, w); err != nil {
+			return err
+		}
 	}
 	if f, ok := fileOf(g.Stderr); ok && progress.Enabled(f, g.Quiet, g.JSON) {
 		r.Progress = progressPrinter(g.Stderr, len(w.Steps))
