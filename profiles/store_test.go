@@ -1165,6 +1165,11 @@ func TestNewerFormatSnapshotIsNotPassedOver(t *testing.T) {
 			b.Catalog = nil
 			_, err := b.Verify(ctx, "work", "latest")
 			wantNewer(t, err)
+			// profile snapshots lists only the catalog's: without one, the
+			// hint says how the older snapshots get there.
+			if hint := errcode.HintOf(err); !strings.Contains(hint, "`director catalog rebuild`") {
+				t.Errorf("hint %q: want it to give `director catalog rebuild`, which lists the older snapshots in a catalog this home lacks", hint)
+			}
 		}},
 		{"prune", func(t *testing.T, b *Manager) {
 			res, err := b.Prune(ctx, "work", 1, 0)

@@ -888,11 +888,17 @@ func unreadable(err error) bool {
 func (m *Manager) newestUnreadable(name, id string, lockedErr error, keyHint, then string) error {
 	var nf *snapshot.NewerFormatError
 	if errors.As(lockedErr, &nf) {
+		// Without a catalog, profile snapshots lists nothing: the store's
+		// older snapshots reach the catalog by a rebuild.
+		list := fmt.Sprintf("see `director profile snapshots %s`", name)
+		if m.Catalog == nil {
+			list = fmt.Sprintf("`director catalog rebuild` lists the store's snapshots in the catalog, then see `director profile snapshots %s`", name)
+		}
 		return errcode.New(errcode.SnapshotCorrupt,
 			"the newest snapshot of %q in %s, %s, was written by a newer director (archive format %d; this director reads formats 1 to %d)%s",
 			name, m.Store, id, nf.Version, snapshot.FormatVersion, then).
 			WithHint("upgrade director on this machine: every machine that restores from a shared store needs a director as new as the newest one that snapshots to it; "+
-				"an older snapshot still restores by its id (see `director profile snapshots %s`)", name)
+				"an older snapshot still restores by its id (%s)", list)
 	}
 	return errcode.Hinted(lockedErr, errcode.DecryptFailed, keyHint,
 		"the newest snapshot of %q in %s, %s, is encrypted to a key this machine does not have%s", name, m.Store, id, then)
