@@ -80,6 +80,9 @@ func TestFailingCommandsLeaveFreshHome(t *testing.T) {
 		{"profile open without a display", []string{"profile", "open", "work"}, 1},
 		{"profile open with a bad name", []string{"profile", "open", "BAD!", "--headless"}, 2},
 		{"profile open with a missing Chrome", []string{"profile", "open", "work", "--headless", "--chrome", filepath.Join(dir, "no-chrome")}, 1},
+		// --chrome is a global flag: given before the command, profile open
+		// took its own --chrome, unset, and ran the Chrome on PATH.
+		{"profile open with a missing Chrome given before the command", []string{"--chrome", filepath.Join(dir, "no-chrome"), "profile", "open", "work", "--headless"}, 1},
 		{"catalog rebuild of a store it cannot list", []string{"--store", unreachable, "--aws-access-key-id", "k", "--aws-secret-access-key", "s", "catalog", "rebuild"}, 1},
 		{"audit with a bad profile name", []string{"audit", "--profile", "BAD!"}, 2},
 		{"audit of a missing session", []string{"audit", "--session", "nosuch"}, 1},

@@ -43,13 +43,13 @@ func profileOpenCommand() *cli.Command {
 			"cookies, and with --snapshot the profile is snapshotted right away. Session-only cookies are kept\n" +
 			"(the profile is set to \"continue where you left off\"). Refused when the profile is in use.\n" +
 			"Without --snapshot, snapshot it afterwards with `director profile snapshot NAME`; until a snapshot or\n" +
-			"restore, a run with restore: latest keeps this profile rather than restore an older snapshot over it.",
+			"restore, a run with restore: latest keeps this profile rather than restore an older snapshot over it.\n" +
+			"The global --chrome (CHROME_PATH) names the Chrome to start, before or after the command name.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "url", Usage: "open `URL` in the first tab (the site's login page)"},
 			&cli.BoolFlag{Name: "snapshot", Usage: "snapshot the profile after the browser is closed"},
 			&cli.StringFlag{Name: "note", Usage: "note for the --snapshot (default: \"profile open\")"},
 			&cli.BoolFlag{Name: "headless", Usage: "run without a window (for scripts: close with Enter or end of input)"},
-			setting(&cli.StringFlag{Name: "chrome", EnvVars: []string{"CHROME_PATH"}, Usage: "Chrome or Chromium binary `PATH`"}),
 			&cli.DurationFlag{Name: "close-timeout", Value: launcher.DefaultCloseTimeout, Usage: "how long to wait for Chrome to exit before killing it"},
 		},
 		Action: withManager(checkOpen, profileOpen),
