@@ -370,6 +370,13 @@ func profileCommands() []*cli.Command {
 					return errcode.New(errcode.InvalidInput, "profile restore expects NAME [ID|latest]").WithHint("usage: director profile restore NAME [ID|latest] [--archive FILE]")
 				}
 				name, ref := c.Args().Get(0), c.Args().Get(1)
+				if c.IsSet("archive") && c.String("archive") == "" {
+					// Almost always an unset shell variable (--archive
+					// "$FILE"): read as no --archive, it restored the
+					// store's latest snapshot over the profile instead.
+					return errcode.New(errcode.InvalidInput, "--archive is empty").
+						WithHint("give --archive the path of a .tar.zst or .tar.zst.age file, or leave it out to restore from the store")
+				}
 				if ref != "" && c.String("archive") != "" {
 					return errcode.New(errcode.InvalidInput, "give either a snapshot ID or --archive, not both").
 						WithHint("drop %q to restore the --archive file, or drop --archive to restore %s from the store", ref, ref)

@@ -344,3 +344,33 @@ func TestDeleteRefusesUnsavedLogin(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreEmptyArchive: `profile restore NAME --archive ""` (an unset
+// shell variable, --archive "$FILE") is refused with invalid_input and
+// leaves the profile as it is; read as no --archive, it restored the
+// store's latest snapshot over the profile.
+func TestRestoreEmptyArchive(t *testing.T) {
+	home := cliEnv(t)
+	d := func(args ...string) (int, string, string) {
+		return runDirector(t, append([]string{"--home", home}, args...)...)
+	}
+	if code, _, errOut := d("profile", "create", "work"); code != 0 {
+		t.Fatalf("create: %d %s", code, errOut)
+	}
+	if code, _, errOut := d("profile", "snapshot", "work"); code != 0 {
+		t.Fatalf("snapshot: %d %s", code, errOut)
+	}
+	mark := filepath.Join(home, "browser-profiles", "work", "after-the-snapshot")
+	if err := os.WriteFile(mark, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--archive", ""}, {"--archive="}} {
+		code, out, errOut := d(append([]string{"--json", "profile", "restore", "work"}, args...)...)
+		if e, _ := decodeJSON(t, out)["error"].(map[string]any); code != 2 || e["code"] != "invalid_input" {
+			t.Errorf("%q: exit %d %s%s, want 2 and invalid_input", args, code, out, errOut)
+		}
+		if _, err := os.Stat(mark); err != nil {
+			t.Fatalf("%q: the profile was replaced: %v", args, err)
+		}
+	}
+}
