@@ -446,6 +446,9 @@ func (d *decoder) decode(data []byte) *Workflow {
 					continue
 				}
 				if s, ok := d.str(v.val, f, v.line, false); ok {
+					if _, given := d.opts.Vars[v.key]; given {
+						continue // --var replaces it: its ${env.NAME} need not be set
+					}
 					// vars may pull from the environment, never from each other.
 					if s, ok = d.interpolateEnvOnly(s, f, lineOf(v.val, v.line)); ok {
 						d.vars[v.key] = s

@@ -354,3 +354,22 @@ func TestCloseTabEmptyHandle(t *testing.T) {
 		}
 	}
 }
+
+// TestVarsOverrideSparesTheirEnv: a var that --var replaces does not need
+// the ${env.NAME} of its default, unset or empty; without --var the
+// default still needs it.
+func TestVarsOverrideSparesTheirEnv(t *testing.T) {
+	src := "name: x\nprofile: p\nvars: {pass: \"${env.PASS}\"}\nsteps:\n  - navigate: http://h/${vars.pass}\n"
+	for _, e := range []map[string]string{nil, {"PASS": ""}} {
+		w, err := Parse("d.yaml", []byte(src), LoadOptions{Vars: map[string]string{"pass": "given"}, LookupEnv: env(e)})
+		if err != nil {
+			t.Fatalf("env %v, --var pass=given: %v", e, err)
+		}
+		if w.Steps[0].URL != "http://h/given" {
+			t.Fatalf("env %v: URL %q, want the --var value", e, w.Steps[0].URL)
+		}
+		if _, err := Parse("d.yaml", []byte(src), LoadOptions{LookupEnv: env(e)}); err == nil || !strings.Contains(err.Error(), "PASS") {
+			t.Fatalf("env %v, no --var: %v; want an error naming PASS", e, err)
+		}
+	}
+}
