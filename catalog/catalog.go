@@ -221,6 +221,7 @@ func (db *DB) checkNotNewer(cur, known int) error {
 		return errcode.New(errcode.Internal,
 			"catalog %s has schema version %d, newer than this director knows (%d)", db.path, cur, known).
 			WithHint("upgrade director to the version that wrote this catalog, or use another --home; to go back to this version, "+
+				"first snapshot, with the newer director, every profile its `director profile list` says holds a login no snapshot has, then "+
 				"move %s aside together with its -wal and -shm files if they are there (the run history and the audit log stay in it) "+
 				"and run `director catalog rebuild`, which lists again the snapshots in the store that this version reads", shellquote.Quote(db.path))
 	}

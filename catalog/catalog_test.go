@@ -143,6 +143,7 @@ func TestOpenRefusesNewerOrForeignDatabase(t *testing.T) {
 	}{
 		{"newer schema", newer, "newer than this director", "upgrade director"},
 		{"newer schema, going back", newer, "newer than this director", "-wal and -shm files if they are there (the run history and the audit log stay in it) and run `director catalog rebuild`"},
+		{"newer schema, unsaved logins first", newer, "newer than this director", "first snapshot, with the newer director, every profile its `director profile list` says holds a login no snapshot has"},
 		{"not sqlite", garbage, "cannot read the catalog", "catalog rebuild"},
 		{"foreign tables", foreign, "migration", "catalog rebuild"},
 	} {
