@@ -12,6 +12,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -220,13 +221,14 @@ func overUnpacked(err error, snapshotting bool) error {
 		return err
 	}
 	need := bytesize.Format(e.Need)
+	trust := "if you trust this snapshot, set"
 	if _, perr := bytesize.Parse(need); perr != nil {
-		// Near 8 EiB: only a hostile manifest claims that much, and no
-		// setting could be given that takes it.
-		return &errcode.Error{Code: errcode.Of(err), Err: err,
-			Hint: "it claims more than any --max-unpacked takes; no real profile holds that much: do not restore it"}
+		// Near 8 EiB, where Format rounds up past what Parse takes: only
+		// a hostile manifest claims that much; bytes still parse.
+		need = strconv.FormatInt(e.Need, 10)
+		trust = "no real profile holds that much: do not restore it; only"
 	}
-	hint := fmt.Sprintf("if you trust this snapshot, set --max-unpacked (or DIRECTOR_MAX_UNPACKED) to %s or more", need)
+	hint := fmt.Sprintf("%s --max-unpacked (or DIRECTOR_MAX_UNPACKED) to %s or more", trust, need)
 	if snapshotting {
 		hint = fmt.Sprintf("set --max-unpacked (or DIRECTOR_MAX_UNPACKED) to %s or more, here and on every machine that restores it, "+
 			"or leave the biggest files out with --exclude GLOB (`du -ah` in the profile directory, sorted with `sort -h`, lists them)", need)
