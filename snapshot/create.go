@@ -661,10 +661,14 @@ func unpackedBound(m *Manifest, manifestLen int) int64 {
 	return n
 }
 
-// sizeText is n bytes in GiB or MiB, one decimal.
+// sizeText is n bytes in GiB, MiB or KiB, one decimal (a small limit read
+// "0.0 MiB").
 func sizeText(n int64) string {
-	if n >= 1<<30 {
+	switch {
+	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
-	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 }

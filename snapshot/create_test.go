@@ -575,3 +575,19 @@ func TestLargestLimitsTakeTheArchive(t *testing.T) {
 		t.Errorf("Restore: %v", err)
 	}
 }
+
+func TestSizeText(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{
+		{1024, "1.0 KiB"},
+		{100000, "97.7 KiB"},
+		{5 << 20, "5.0 MiB"},
+		{4 << 30, "4.0 GiB"},
+	} {
+		if got := sizeText(c.n); got != c.want {
+			t.Errorf("sizeText(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

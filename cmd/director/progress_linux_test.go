@@ -43,7 +43,7 @@ func openPTY(t *testing.T) (master, tty *os.File) {
 func TestSnapshotProgressOnATerminal(t *testing.T) {
 	home := cliEnv(t)
 	createWork(t, home, noise(t, 3<<20))
-	drawn := regexp.MustCompile(`snapshot work\s+100% \|.*\| \(3\.1/3\.1 MB`)
+	drawn := regexp.MustCompile(`snapshot work\s+100% \|.*\| \(3\.0/3\.0 MiB`)
 	for _, c := range []struct {
 		name  string
 		flags []string

@@ -49,6 +49,7 @@ func New(w io.Writer, total int64, label string, enabled bool) *Bar {
 		progressbar.OptionSetDescription(label),
 		progressbar.OptionShowBytes(true),
 		progressbar.OptionShowTotalBytes(true),
+		progressbar.OptionUseIECUnits(true), // MiB, as the rest of the output
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionSetElapsedTime(true),

@@ -69,8 +69,8 @@ func TestEnabledDrawsBytes(t *testing.T) {
 		total int64
 		want  []string
 	}{
-		{"known size", int64(len(data)), []string{"uploading", "100%", "3.1 MB", "\n"}},
-		{"unknown size", -1, []string{"downloading", "3.1 MB", "\n"}},
+		{"known size", int64(len(data)), []string{"uploading", "100%", "3.0 MiB", "\n"}},
+		{"unknown size", -1, []string{"downloading", "3.0 MiB", "\n"}},
 		{"zero size", 0, []string{"downloading"}},
 	} {
 		for _, viaWriter := range []bool{false, true} {
@@ -185,14 +185,14 @@ func TestStatusAfterTransfer(t *testing.T) {
 func TestAddDrawsDoneOfTotal(t *testing.T) {
 	var screen bytes.Buffer
 	b := New(&screen, 3<<20, "snapshot work", true)
-	if got := screen.String(); !strings.Contains(got, "snapshot work") || !strings.Contains(got, "0%") || !strings.Contains(got, "0 B/3.1 MB") {
-		t.Errorf("before any byte the bar shows %q, want the label, 0%% and 0 B of 3.1 MB", got)
+	if got := screen.String(); !strings.Contains(got, "snapshot work") || !strings.Contains(got, "0%") || !strings.Contains(got, "0 B/3.0 MiB") {
+		t.Errorf("before any byte the bar shows %q, want the label, 0%% and 0 B of 3.0 MiB", got)
 	}
 	for range 3 {
 		b.Add(1 << 20)
 	}
 	b.Finish()
-	if got := screen.String(); !strings.Contains(got, "100%") || !strings.Contains(got, "3.1/3.1 MB") || !strings.HasSuffix(got, "\n") {
-		t.Errorf("the finished bar shows %q, want 100%% and 3.1/3.1 MB, then a newline", got)
+	if got := screen.String(); !strings.Contains(got, "100%") || !strings.Contains(got, "3.0/3.0 MiB") || !strings.HasSuffix(got, "\n") {
+		t.Errorf("the finished bar shows %q, want 100%% and 3.0/3.0 MiB, then a newline", got)
 	}
 }
