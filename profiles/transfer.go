@@ -206,7 +206,7 @@ func (m *Manager) tooLarge(name string) error {
 	enough := (onDisk + onDisk/100 + 2<<20) &^ (1<<20 - 1)
 	return errcode.Hinted(storage.ErrTooLarge, errcode.InvalidInput,
 		fmt.Sprintf("the profile holds %s on disk; set --max-size (or DIRECTOR_MAX_SIZE) to %s or more, here and on every machine that restores it, or leave big files out with --exclude GLOB",
-			sizeText(onDisk), bytesize.Format(enough)),
+			snapshot.SizeText(onDisk), bytesize.Format(enough)),
 		"snapshot of %q: the archive is larger than --max-size, %s", name, bytesize.Exact(m.maxSize()))
 }
 
@@ -234,17 +234,6 @@ func overUnpacked(err error, snapshotting bool) error {
 			"or leave the biggest files out with --exclude GLOB (`du -ah` in the profile directory, sorted with `sort -h`, lists them)", need)
 	}
 	return &errcode.Error{Code: errcode.Of(err), Hint: hint, Err: err}
-}
-
-// sizeText is n bytes in GiB, MiB or KiB, one decimal.
-func sizeText(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 }
 
 // MarkUnsaved records that the local profile name now holds a login that no
@@ -571,7 +560,7 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		}
 		if row.ArchiveSize > maxSize {
 			return nil, errcode.New(errcode.UnsafeArchive, "snapshot %s is %d bytes (%s), over the --max-size limit of %s",
-				row.ID, row.ArchiveSize, sizeText(row.ArchiveSize), bytesize.Exact(maxSize)).
+				row.ID, row.ArchiveSize, snapshot.SizeText(row.ArchiveSize), bytesize.Exact(maxSize)).
 				WithHint("if you trust this snapshot, set --max-size (or DIRECTOR_MAX_SIZE) to %s or more", bytesize.Format(row.ArchiveSize))
 		}
 		rc, obj, err := m.Store.Get(ctx, row.ObjectKey)
@@ -583,7 +572,7 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 	}
 	defer src.Close()
 	if size > maxSize {
-		return nil, errcode.New(errcode.UnsafeArchive, "archive is %d bytes (%s), over the --max-size limit of %s", size, sizeText(size), bytesize.Exact(maxSize)).
+		return nil, errcode.New(errcode.UnsafeArchive, "archive is %d bytes (%s), over the --max-size limit of %s", size, snapshot.SizeText(size), bytesize.Exact(maxSize)).
 			WithHint("if you trust this archive, set --max-size (or DIRECTOR_MAX_SIZE) to %s or more", bytesize.Format(size))
 	}
 

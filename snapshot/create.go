@@ -218,7 +218,7 @@ func Create(ctx context.Context, dir string, w io.Writer, opts CreateOptions) (*
 			"leave the biggest files out with an exclude pattern (--exclude GLOB); `du -ah` in the profile directory, sorted with `sort -h`, lists them",
 			maxUnpacked, (need+2<<20-1)&^(1<<20-1),
 			"profile %s is too big to restore: its %d files hold %s, and with their tar headers that is over the %s (%d bytes) a restore unpacks",
-			dir, m.FileCount, sizeText(m.RawSize), sizeText(maxUnpacked), maxUnpacked)
+			dir, m.FileCount, SizeText(m.RawSize), SizeText(maxUnpacked), maxUnpacked)
 	}
 
 	fw, err := newFrameWriter(ctx, w, zstd.EncoderLevelFromZstd(level), frameChunk, compressWorkers(opts.Concurrency))
@@ -661,9 +661,9 @@ func unpackedBound(m *Manifest, manifestLen int) int64 {
 	return n
 }
 
-// sizeText is n bytes in GiB, MiB or KiB, one decimal (a small limit read
+// SizeText is n bytes in GiB, MiB or KiB, one decimal (a small limit read
 // "0.0 MiB").
-func sizeText(n int64) string {
+func SizeText(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))

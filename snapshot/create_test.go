@@ -586,8 +586,8 @@ func TestSizeText(t *testing.T) {
 		{5 << 20, "5.0 MiB"},
 		{4 << 30, "4.0 GiB"},
 	} {
-		if got := sizeText(c.n); got != c.want {
-			t.Errorf("sizeText(%d) = %q, want %q", c.n, got, c.want)
+		if got := SizeText(c.n); got != c.want {
+			t.Errorf("SizeText(%d) = %q, want %q", c.n, got, c.want)
 		}
 	}
 }
