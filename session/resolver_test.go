@@ -171,18 +171,35 @@ func TestResolverRulesRefuseOtherTargets(t *testing.T) {
 				site := newHitSite(t)
 				f := start(t, Options{Policy: p.policy})
 				f.do(t, Action{Type: ActNavigate, URL: site.on("127.0.0.1", c.page)})
-				on := ""
-				if c.popup != "" {
-					f.do(t, Action{Type: ActClick, Selector: c.popup})
-					on = "t2"
-				}
-				f.do(t, Action{Type: ActWaitFor, Tab: on, Selector: "#status", State: "visible"})
+				// Chromium 156 itself sometimes fails the WebSocket that a
+				// popup keeping its opener opens as it loads, before any
+				// request (1 to 5% of runs under load, also with no DevTools
+				// client at all; docs/design-notes.md, "A popup's WebSocket
+				// that Chromium fails"). Where the host is not refused, a
+				// popup whose WebSocket failed without reaching the site is
+				// opened again, up to popupTries times.
+				const popupTries = 5
 				var status string
-				eventually(t, "the page to say what became of its WebSocket", func() bool {
-					res, err := f.s.Do(t.Context(), Action{Type: ActExtract, Tab: on, Selector: "#status"})
-					status, _ = res.Value.(string)
-					return err == nil && status != "loading"
-				})
+				for try := 1; ; try++ {
+					on := ""
+					if c.popup != "" {
+						f.do(t, Action{Type: ActClick, Selector: c.popup})
+						on = fmt.Sprintf("t%d", 1+try) // handles count up from t2
+					}
+					f.do(t, Action{Type: ActWaitFor, Tab: on, Selector: "#status", State: "visible"})
+					eventually(t, "the page to say what became of its WebSocket", func() bool {
+						res, err := f.s.Do(t.Context(), Action{Type: ActExtract, Tab: on, Selector: "#status"})
+						status, _ = res.Value.(string)
+						return err == nil && status != "loading"
+					})
+					// The site counts a request before it answers, so a
+					// WebSocket that reached it is counted by the time the
+					// page sees it fail.
+					if p.blocked || c.popup == "" || status != "error" || site.hitsOn(testsite.BlockedHost)[c.path] > 0 || try == popupTries {
+						break
+					}
+					t.Logf("try %d: the popup's WebSocket failed without reaching the site; opening the popup again", try)
+				}
 				if !p.blocked {
 					eventually(t, fmt.Sprintf("the WebSocket to reach %s (the page said %q; the site saw %v)", testsite.BlockedHost, status, site.hitsOn(testsite.BlockedHost)),
 						func() bool { return site.hitsOn(testsite.BlockedHost)[c.path] > 0 })
