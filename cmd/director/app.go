@@ -233,6 +233,12 @@ func defaultHome() string {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
+	return newAppHome(stdout, stderr, defaultHome())
+}
+
+// newAppHome is newApp with home as the default home ("" when the user has
+// none).
+func newAppHome(stdout, stderr io.Writer, home string) *cli.App {
 	g := &globals{Stdout: stdout, Stderr: stderr}
 	app := &cli.App{
 		Name:  "director",
@@ -251,7 +257,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		ExitErrHandler: func(*cli.Context, error) {},
 		Metadata:       map[string]any{"globals": g},
 		Flags: concatFlags([]cli.Flag{
-			setting(&cli.StringFlag{Name: "home", EnvVars: []string{"DIRECTOR_HOME"}, Value: defaultHome(), Usage: "director's home: profiles in `DIR`/browser-profiles, catalog in DIR/director.db"}),
+			setting(&cli.StringFlag{Name: "home", EnvVars: []string{"DIRECTOR_HOME"}, Value: home, Usage: "director's home: profiles in `DIR`/browser-profiles, catalog in DIR/director.db"}),
 			setting(&cli.StringFlag{Name: "store", EnvVars: []string{"DIRECTOR_STORE"}, Usage: "where archives live: file:///path, s3://bucket/prefix?endpoint=host:port, supabase://bucket/prefix (default file://<home>/snapshots)"}),
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors"},
@@ -262,10 +268,6 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				return err
 			}
 			g.Home = c.String("home")
-			if g.Home == "" {
-				return errcode.New(errcode.InvalidInput, "no home directory for director: HOME is not set and the user has none").
-					WithHint("give one with --home DIR or DIRECTOR_HOME")
-			}
 			g.Store = c.String("store")
 			g.JSON = c.Bool("json")
 			g.Quiet = c.Bool("quiet")
@@ -277,6 +279,15 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				lvl = slog.LevelError // --quiet prints nothing but errors
 			}
 			g.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+			if g.Home == "" {
+				// version and help read no home: they work for a user
+				// with no home directory anywhere (a container's uid).
+				if needsNoHome(c.Args().Slice()) {
+					return nil
+				}
+				return errcode.New(errcode.InvalidInput, "no home directory for director: HOME is not set and the user has none").
+					WithHint("give one with --home DIR or DIRECTOR_HOME")
+			}
 			abs, err := filepath.Abs(g.Home)
 			if err != nil {
 				return errcode.Wrap(err, errcode.InvalidInput, "bad --home %q", g.Home)
@@ -291,6 +302,24 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	app.OnUsageError = quietUsageError
 	prepareCommands(app.Commands)
 	return app
+}
+
+// needsNoHome reports whether the command line args (after the global
+// flags) reads no home: version, and help, asked for with the help command
+// or --help / -h anywhere (as interspersed reads them).
+func needsNoHome(args []string) bool {
+	if len(args) > 0 && (args[0] == "version" || args[0] == "help" || args[0] == "h") {
+		return true
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if isHelpFlag(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // quietUsageError returns a flag error instead of printing the help page, so

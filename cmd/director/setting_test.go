@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"io"
 	"os"
 	"os/user"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/urfave/cli/v2"
@@ -132,5 +134,49 @@ func TestDefaultHomeWithoutHOME(t *testing.T) {
 	t.Setenv("HOME", "")
 	if got, want := defaultHome(), filepath.Join(u.HomeDir, ".director"); got != want {
 		t.Errorf("default home with HOME empty: %q, want %q", got, want)
+	}
+}
+
+// TestNoHomeAnywhere: for a user with no home directory anywhere (HOME
+// unset and no entry in the password database, as a container's bare uid),
+// version and help still work, and every command that reads a home is
+// refused with a hint that says how to give one, writing nothing.
+func TestNoHomeAnywhere(t *testing.T) {
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	t.Setenv("DIRECTOR_HOME", "")
+	cases := []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"version"}, true},
+		{[]string{"--json", "version"}, true},
+		{[]string{"help"}, true},
+		{[]string{"help", "profile"}, true},
+		{[]string{"profile", "snapshot", "--help"}, true},
+		{[]string{"profile", "-h", "restore"}, true},
+		{[]string{"--json", "profile", "list"}, false},
+		{[]string{"profile", "create", "work"}, false},
+		{[]string{"catalog", "rebuild"}, false},
+	}
+	for _, c := range cases {
+		var out, errb bytes.Buffer
+		app := newAppHome(&out, &errb, "")
+		argv, _, err := interspersed(app, append([]string{"director"}, c.args...))
+		if err == nil {
+			err = app.RunContext(t.Context(), argv)
+		}
+		if c.ok {
+			if err != nil || out.Len() == 0 {
+				t.Errorf("%q with no home: %v, printed %q", c.args, err, out.String())
+			}
+			continue
+		}
+		if errcode.Of(err) != errcode.InvalidInput || !strings.Contains(errcode.HintOf(err), "--home DIR or DIRECTOR_HOME") {
+			t.Errorf("%q with no home: %v [%s], hint %q; want invalid_input naming --home", c.args, err, errcode.Of(err), errcode.HintOf(err))
+		}
+	}
+	if left, _ := os.ReadDir(cwd); len(left) > 0 {
+		t.Errorf("commands with no home wrote into the working directory: %v", left)
 	}
 }
