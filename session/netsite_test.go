@@ -152,7 +152,9 @@ try { const c = new WebSocket(%q); c.onopen = () => report("open"); c.onerror = 
 		// #open-worker one (without opener) whose page starts a worker
 		// that does. Without noopener, Chromium 156 sometimes never runs
 		// that worker, even with no DevTools session anywhere near it
-		// (docs/design-notes.md, "The domain policy at name resolution").
+		// (docs/design-notes.md, "The domain policy at name resolution"),
+		// and it sometimes fails #open's WebSocket before any request
+		// (docs/design-notes.md, "A popup's WebSocket that Chromium fails").
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, `<!doctype html><title>Popup WebSocket</title><button id="open" onclick="window.open('/ws-page?path=popup')">open</button>
 <a id="link" href="/ws-page?path=popup-link" target="_blank">link</a>
