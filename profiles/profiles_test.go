@@ -550,7 +550,7 @@ func TestRebuildAndLatestFromStoreOnSecondMachine(t *testing.T) {
 	// A lost catalog: rebuild brings the rows back.
 	c := newTestManager(t)
 	c.Store = a.Store
-	rb, err := c.Rebuild(ctx)
+	rb, err := c.Rebuild(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +565,7 @@ func TestRebuildAndLatestFromStoreOnSecondMachine(t *testing.T) {
 	if err := a.Store.Delete(ctx, res.ObjectKey); err != nil {
 		t.Fatal(err)
 	}
-	rb, err = c.Rebuild(ctx)
+	rb, err = c.Rebuild(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -940,7 +940,7 @@ func TestRebuildFailsOnManifestsItCannotDecrypt(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := newTestManager(t)
 			b.Store, b.Identities = a.Store, tt.ids
-			res, err := b.Rebuild(ctx)
+			res, err := b.Rebuild(ctx, false)
 			if res == nil {
 				t.Fatalf("rebuild returned no result: %v", err)
 			}

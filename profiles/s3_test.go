@@ -111,7 +111,7 @@ func TestS3FullCycleAndTwoMachines(t *testing.T) {
 
 	// A fresh machine rebuilds its catalog from the bucket alone.
 	c := s3Manager(t, srv, id)
-	rb, err := c.Rebuild(ctx)
+	rb, err := c.Rebuild(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestS3FullCycleAndTwoMachines(t *testing.T) {
 		t.Fatalf("rebuild: %+v", rb)
 	}
 	// Prune on A keeps the newest; objects of pruned snapshots leave the bucket.
-	if _, err := a.Rebuild(ctx); err != nil {
+	if _, err := a.Rebuild(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	pr, err := a.Prune(ctx, "mail", 1, 0)

@@ -1134,7 +1134,12 @@ type RebuildResult struct {
 // not the one it was encrypted to, Rebuild still adds and drops every row
 // it can and then returns the result with a decrypt_failed error: the
 // rebuilt catalog lacks those snapshots until it runs with the right key.
-func (m *Manager) Rebuild(ctx context.Context) (*RebuildResult, error) {
+//
+// A store that holds no object at all while the catalog lists snapshots
+// in it is more likely down than emptied (a file:// store on a disk that
+// is not mounted lists as empty): unless allowEmpty, Rebuild then changes
+// nothing and fails with storage_unavailable.
+func (m *Manager) Rebuild(ctx context.Context, allowEmpty bool) (*RebuildResult, error) {
 	store, err := m.catalogStore(ctx)
 	if err != nil {
 		return nil, err
@@ -1149,6 +1154,11 @@ func (m *Manager) Rebuild(ctx context.Context) (*RebuildResult, error) {
 	objs, err := m.Store.List(ctx, "")
 	if err != nil {
 		return nil, err
+	}
+	if len(known) > 0 && !allowEmpty && len(objs) == 0 {
+		return nil, errcode.New(errcode.StorageUnavailable, "the store %s holds no snapshot, but the catalog lists %d snapshot(s) in it; nothing was changed", store, len(known)).
+			WithHint("if the store is on a disk or share that is not mounted, mount it; check --store and its credentials; " +
+				"if its snapshots really are all gone, run `director catalog rebuild --allow-empty-store` to drop their rows")
 	}
 	res := &RebuildResult{Store: store, Added: []string{}, Removed: []string{}, Skipped: []string{}, Strays: []string{}}
 	present := map[string]bool{}

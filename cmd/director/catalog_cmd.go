@@ -21,7 +21,14 @@ func catalogCommands() []*cli.Command {
 				"Every manifest in the store becomes a catalog row; rows whose archive is gone are dropped.\n" +
 				"Encrypted manifests need the identity (--age-identity / DIRECTOR_AGE_IDENTITY): when any\n" +
 				"cannot be decrypted (no identity, or another one), every other manifest is still added, and the\n" +
-				"command fails with decrypt_failed. Manifests skipped for other reasons are listed.",
+				"command fails with decrypt_failed. Manifests skipped for other reasons are listed.\n\n" +
+				"A store that holds no snapshot at all while the catalog lists some in it is taken to be down\n" +
+				"(a file:// store on a disk that is not mounted lists as empty): the rebuild then changes\n" +
+				"nothing and fails with storage_unavailable, unless --allow-empty-store says the store really\n" +
+				"is empty now.",
+			Flags: []cli.Flag{
+				&cli.BoolFlag{Name: "allow-empty-store", Usage: "drop the rows of a store that holds no snapshot at all (it was emptied, not unmounted)"},
+			},
 			Action: withManager(func(c *cli.Context, m *profiles.Manager, fresh bool) error {
 				if !fresh {
 					return nil
@@ -33,7 +40,7 @@ func catalogCommands() []*cli.Command {
 				_, err := m.Store.List(c.Context, ".director-check/")
 				return err
 			}, func(c *cli.Context, g *globals, m *profiles.Manager) error {
-				res, err := m.Rebuild(c.Context)
+				res, err := m.Rebuild(c.Context, c.Bool("allow-empty-store"))
 				if err != nil && res != nil && g.JSON {
 					// One object: the error, and what the rebuild did.
 					writeJSON(g.Stdout, struct {

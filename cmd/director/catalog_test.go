@@ -151,3 +151,96 @@ func TestCatalogRebuildStrayGivesAPruneThatRuns(t *testing.T) {
 		t.Errorf("the stray's command `director %s` fails: %d %s", m[1], code, errOut)
 	}
 }
+
+// TestCatalogRebuildOfAStoreThatIsDown: a file:// store on a disk that is
+// not mounted lists as empty (its folder gone, or an empty mount point).
+// catalog rebuild then dropped every row of the store and said "ok"; it now
+// changes nothing and fails with storage_unavailable, and once the disk is
+// back the rows are all there. A store that really was emptied (another
+// machine deleted the profile with its snapshots) drops its rows with
+// --allow-empty-store, as the hint says.
+func TestCatalogRebuildOfAStoreThatIsDown(t *testing.T) {
+	home := cliEnv(t)
+	store := filepath.Join(t.TempDir(), "disk")
+	d := func(args ...string) (int, string, string) {
+		return runDirector(t, append([]string{"--home", home, "--store", "file://" + store}, args...)...)
+	}
+	if code, _, errOut := d("profile", "create", "work"); code != 0 {
+		t.Fatalf("create: %d %s", code, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(home, "browser-profiles", "work", "Local State"), []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if code, _, errOut := d("profile", "snapshot", "work"); code != 0 {
+			t.Fatalf("snapshot: %d %s", code, errOut)
+		}
+	}
+	rows := func() int {
+		t.Helper()
+		code, out, errOut := d("--json", "profile", "snapshots", "work")
+		if code != 0 {
+			t.Fatalf("snapshots: %d %s", code, errOut)
+		}
+		return len(decodeJSON(t, out)["snapshots"].([]any))
+	}
+	away := store + ".away"
+	for _, down := range []struct {
+		name       string
+		unmount    func() error
+		mountAgain func() error
+	}{
+		{"folder gone", func() error { return os.Rename(store, away) }, func() error { return os.Rename(away, store) }},
+		{"empty mount point", func() error {
+			if err := os.Rename(store, away); err != nil {
+				return err
+			}
+			return os.Mkdir(store, 0o700)
+		}, func() error {
+			if err := os.Remove(store); err != nil {
+				return err
+			}
+			return os.Rename(away, store)
+		}},
+	} {
+		if err := down.unmount(); err != nil {
+			t.Fatal(err)
+		}
+		code, out, _ := d("--json", "catalog", "rebuild")
+		e, _ := decodeJSON(t, out)["error"].(map[string]any)
+		if code != 1 || e == nil || e["code"] != "storage_unavailable" || !strings.Contains(e["hint"].(string), "mount") {
+			t.Fatalf("%s: rebuild exit %d: %s", down.name, code, out)
+		}
+		if err := down.mountAgain(); err != nil {
+			t.Fatal(err)
+		}
+		if n := rows(); n != 2 {
+			t.Fatalf("%s: the refused rebuild left %d of 2 rows", down.name, n)
+		}
+	}
+	if code, out, errOut := d("--json", "catalog", "rebuild"); code != 0 || len(decodeJSON(t, out)["rebuild"].(map[string]any)["removed"].([]any)) != 0 {
+		t.Fatalf("rebuild with the disk back: %d %s %s", code, out, errOut)
+	}
+
+	// Another machine deletes the profile with its snapshots: the store is
+	// empty for real.
+	other := cliEnv(t)
+	if code, _, errOut := runDirector(t, "--home", other, "--store", "file://"+store, "catalog", "rebuild"); code != 0 {
+		t.Fatalf("rebuild on the other machine: %d %s", code, errOut)
+	}
+	if code, _, errOut := runDirector(t, "--home", other, "--store", "file://"+store, "profile", "delete", "work", "--with-snapshots"); code != 0 {
+		t.Fatalf("delete on the other machine: %d %s", code, errOut)
+	}
+	code, _, errOut := d("catalog", "rebuild")
+	m := regexp.MustCompile("`(director [^`]*)`").FindStringSubmatch(errOut)
+	if code != 1 || m == nil || !strings.Contains(m[1], "--allow-empty-store") {
+		t.Fatalf("rebuild from the emptied store: %d %s", code, errOut)
+	}
+	args := strings.Fields(m[1])[1:] // the hint's command, as a person pastes it
+	if code, out, errOut := runDirector(t, append([]string{"--json"}, args...)...); code != 0 || len(decodeJSON(t, out)["rebuild"].(map[string]any)["removed"].([]any)) != 2 {
+		t.Fatalf("%q: %d %s %s", args, code, out, errOut)
+	}
+	if n := rows(); n != 0 {
+		t.Fatalf("%d rows left after the emptied store's rebuild", n)
+	}
+}
