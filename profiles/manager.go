@@ -947,6 +947,18 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 	if err != nil {
 		return nil, errcode.Hinted(err, errcode.Of(err), storeHint(err, "nothing was deleted"), "listing %s in %s", name+"/", m.Store)
 	}
+	if len(objs) == 0 && len(snaps) > 0 {
+		// Every row's archive seems gone. A store that holds nothing at
+		// all is more likely down (a disk that is not mounted) than
+		// emptied: its rows stay (see Rebuild).
+		all, err := m.Store.List(ctx, "")
+		if err != nil {
+			return nil, errcode.Hinted(err, errcode.Of(err), storeHint(err, "nothing was deleted"), "listing %s", m.Store)
+		}
+		if len(all) == 0 {
+			return nil, emptyStoreErr(store, len(snaps), fmt.Sprintf("of %q ", name), "nothing was deleted")
+		}
+	}
 	present := make(map[string]bool, len(objs))
 	for _, o := range objs {
 		present[o.Key] = true
@@ -1008,6 +1020,15 @@ func storeHint(err error, then string) string {
 		h = "retry when the store is reachable"
 	}
 	return h + "; " + then
+}
+
+// emptyStoreErr is the refusal to drop the rows of n snapshots (of
+// "of NAME ", or "") in store, which holds no object at all: a file://
+// store on a disk that is not mounted lists as empty.
+func emptyStoreErr(store string, n int, of, unchanged string) error {
+	return errcode.New(errcode.StorageUnavailable, "the store %s holds nothing, but the catalog lists %d snapshot(s) %sin it; %s", store, n, of, unchanged).
+		WithHint("if the store is on a disk or share that is not mounted, mount it; check --store and its credentials; " +
+			"if its snapshots really are all gone, run `director catalog rebuild --allow-empty-store` to drop their rows")
 }
 
 // archiveGone double-checks a listing's word that a snapshot's archive is

@@ -1156,9 +1156,7 @@ func (m *Manager) Rebuild(ctx context.Context, allowEmpty bool) (*RebuildResult,
 		return nil, err
 	}
 	if len(known) > 0 && !allowEmpty && len(objs) == 0 {
-		return nil, errcode.New(errcode.StorageUnavailable, "the store %s holds no snapshot, but the catalog lists %d snapshot(s) in it; nothing was changed", store, len(known)).
-			WithHint("if the store is on a disk or share that is not mounted, mount it; check --store and its credentials; " +
-				"if its snapshots really are all gone, run `director catalog rebuild --allow-empty-store` to drop their rows")
+		return nil, emptyStoreErr(store, len(known), "", "nothing was changed")
 	}
 	res := &RebuildResult{Store: store, Added: []string{}, Removed: []string{}, Skipped: []string{}, Strays: []string{}}
 	present := map[string]bool{}

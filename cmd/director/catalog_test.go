@@ -154,9 +154,9 @@ func TestCatalogRebuildStrayGivesAPruneThatRuns(t *testing.T) {
 
 // TestCatalogRebuildOfAStoreThatIsDown: a file:// store on a disk that is
 // not mounted lists as empty (its folder gone, or an empty mount point).
-// catalog rebuild then dropped every row of the store and said "ok"; it now
-// changes nothing and fails with storage_unavailable, and once the disk is
-// back the rows are all there. A store that really was emptied (another
+// catalog rebuild, and profile prune, then dropped every row of the store
+// (of the profile) and said "ok"; they now change nothing and fail with
+// storage_unavailable, and once the disk is back the rows are all there. A store that really was emptied (another
 // machine deleted the profile with its snapshots) drops its rows with
 // --allow-empty-store, as the hint says.
 func TestCatalogRebuildOfAStoreThatIsDown(t *testing.T) {
@@ -206,10 +206,12 @@ func TestCatalogRebuildOfAStoreThatIsDown(t *testing.T) {
 		if err := down.unmount(); err != nil {
 			t.Fatal(err)
 		}
-		code, out, _ := d("--json", "catalog", "rebuild")
-		e, _ := decodeJSON(t, out)["error"].(map[string]any)
-		if code != 1 || e == nil || e["code"] != "storage_unavailable" || !strings.Contains(e["hint"].(string), "mount") {
-			t.Fatalf("%s: rebuild exit %d: %s", down.name, code, out)
+		for _, cmd := range [][]string{{"catalog", "rebuild"}, {"profile", "prune", "work", "--keep-last", "1"}} {
+			code, out, _ := d(append([]string{"--json"}, cmd...)...)
+			e, _ := decodeJSON(t, out)["error"].(map[string]any)
+			if code != 1 || e == nil || e["code"] != "storage_unavailable" || !strings.Contains(e["hint"].(string), "mount") {
+				t.Fatalf("%s: %q exit %d: %s", down.name, cmd, code, out)
+			}
 		}
 		if err := down.mountAgain(); err != nil {
 			t.Fatal(err)
