@@ -956,7 +956,7 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 			return nil, errcode.Hinted(err, errcode.Of(err), storeHint(err, "nothing was deleted"), "listing %s", m.Store)
 		}
 		if len(all) == 0 {
-			return nil, emptyStoreErr(store, len(snaps), fmt.Sprintf("of %q ", name), "nothing was deleted")
+			return nil, emptyStoreErr(store, fmt.Sprintf("%d snapshot(s) of %q", len(snaps), name), "nothing was deleted")
 		}
 	}
 	present := make(map[string]bool, len(objs))
@@ -1022,13 +1022,25 @@ func storeHint(err error, then string) string {
 	return h + "; " + then
 }
 
-// emptyStoreErr is the refusal to drop the rows of n snapshots (of
-// "of NAME ", or "") in store, which holds no object at all: a file://
-// store on a disk that is not mounted lists as empty.
-func emptyStoreErr(store string, n int, of, unchanged string) error {
-	return errcode.New(errcode.StorageUnavailable, "the store %s holds nothing, but the catalog lists %d snapshot(s) %sin it; %s", store, n, of, unchanged).
-		WithHint("if the store is on a disk or share that is not mounted, mount it; check --store and its credentials; " +
-			"if its snapshots really are all gone, run `director catalog rebuild --allow-empty-store` to drop their rows")
+// emptyStoreErr is the refusal to take the catalog's rows of what (such
+// as "2 snapshot(s) of \"work\"") for gone from store, which holds no
+// object at all: a file:// store on a disk that is not mounted lists as
+// empty. unchanged says what was left alone.
+func emptyStoreErr(store, what, unchanged string) error {
+	return errcode.New(errcode.StorageUnavailable, "the store %s holds nothing, but the catalog lists %s in it; %s", store, what, unchanged).
+		WithHint("%s", emptyStoreHint)
+}
+
+// emptyStoreHint is what to do about a store that lists as empty while
+// the catalog has rows in it.
+const emptyStoreHint = "if the store is on a disk or share that is not mounted, mount it; check --store and its credentials; " +
+	"if its snapshots really are all gone, run `director catalog rebuild --allow-empty-store` to drop their rows"
+
+// storeEmpty reports whether the store lists no object at all (false when
+// it cannot be listed).
+func (m *Manager) storeEmpty(ctx context.Context) bool {
+	all, err := m.Store.List(ctx, "")
+	return err == nil && len(all) == 0
 }
 
 // archiveGone double-checks a listing's word that a snapshot's archive is

@@ -565,7 +565,7 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		}
 		rc, obj, err := m.Store.Get(ctx, row.ObjectKey)
 		if err != nil {
-			return nil, m.fetchErr(row, err)
+			return nil, m.fetchErr(ctx, row, err, fmt.Sprintf("profile %q is untouched", name))
 		}
 		src, size, expectSHA, encrypted = rc, obj.Size, row.ArchiveSHA256, row.Encrypted
 		res.ID, res.Source = row.ID, storage.Location(m.Store, row.ObjectKey)
@@ -651,10 +651,17 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 // missing archive means this machine's catalog is out of date: the
 // snapshot was pruned or deleted after the catalog recorded it, most often
 // by another machine sharing the store. The store's own hint would send the
-// user to `director profile snapshots`, which still lists it.
-func (m *Manager) fetchErr(row catalog.Snapshot, err error) error {
+// user to `director profile snapshots`, which still lists it. Unless the
+// store holds nothing at all: then it is more likely down (a disk that is
+// not mounted), and a rebuild would refuse to drop every row (see
+// Rebuild); unchanged says what was left alone.
+func (m *Manager) fetchErr(ctx context.Context, row catalog.Snapshot, err error, unchanged string) error {
 	if errcode.Of(err) != errcode.SnapshotNotFound {
 		return fmt.Errorf("fetching snapshot %s: %w", row.ID, err)
+	}
+	if m.storeEmpty(ctx) {
+		return errcode.Hinted(err, errcode.SnapshotNotFound, emptyStoreHint,
+			"snapshot %s of profile %q is in this machine's catalog, but the store %s holds nothing at all (is it down?); %s", row.ID, row.Profile, m.Store, unchanged)
 	}
 	return errcode.Hinted(err, errcode.SnapshotNotFound,
 		fmt.Sprintf("this machine's catalog is out of date: run `director catalog rebuild` (it drops the snapshots that left the store), then `director profile restore %s latest` or an id from `director profile snapshots %s`", row.Profile, row.Profile),
@@ -1007,7 +1014,7 @@ func (m *Manager) Verify(ctx context.Context, name, ref string) (_ *VerifyResult
 		// Without its archive too, the snapshot has left the store: it is
 		// not a damaged snapshot whose archive "still restores".
 		if _, aerr := m.Store.Stat(ctx, row.ObjectKey); aerr != nil {
-			return nil, m.fetchErr(row, aerr)
+			return nil, m.fetchErr(ctx, row, aerr, "nothing was verified")
 		}
 		return nil, errcode.New(errcode.SnapshotCorrupt, "snapshot %s: its manifest %s is missing from %s", row.ID, manifestKey, m.Store).
 			WithHint("the archive still restores (it carries its own manifest), but `director catalog rebuild` and other machines cannot see this snapshot: "+
@@ -1028,7 +1035,7 @@ func (m *Manager) Verify(ctx context.Context, name, ref string) (_ *VerifyResult
 	}
 	rc, obj, err := m.Store.Get(ctx, row.ObjectKey)
 	if err != nil {
-		return nil, m.fetchErr(row, err)
+		return nil, m.fetchErr(ctx, row, err, "nothing was verified")
 	}
 	defer rc.Close()
 	hr := newHashingReader(rc)
@@ -1156,7 +1163,7 @@ func (m *Manager) Rebuild(ctx context.Context, allowEmpty bool) (*RebuildResult,
 		return nil, err
 	}
 	if len(known) > 0 && !allowEmpty && len(objs) == 0 {
-		return nil, emptyStoreErr(store, len(known), "", "nothing was changed")
+		return nil, emptyStoreErr(store, fmt.Sprintf("%d snapshot(s)", len(known)), "nothing was changed")
 	}
 	res := &RebuildResult{Store: store, Added: []string{}, Removed: []string{}, Skipped: []string{}, Strays: []string{}}
 	present := map[string]bool{}

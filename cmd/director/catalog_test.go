@@ -156,7 +156,9 @@ func TestCatalogRebuildStrayGivesAPruneThatRuns(t *testing.T) {
 // not mounted lists as empty (its folder gone, or an empty mount point).
 // catalog rebuild, and profile prune, then dropped every row of the store
 // (of the profile) and said "ok"; they now change nothing and fail with
-// storage_unavailable, and once the disk is back the rows are all there. A store that really was emptied (another
+// storage_unavailable, and once the disk is back the rows are all there.
+// restore and verify said the catalog was out of date and to rebuild it;
+// they now say the store holds nothing and to mount it. A store that really was emptied (another
 // machine deleted the profile with its snapshots) drops its rows with
 // --allow-empty-store, as the hint says.
 func TestCatalogRebuildOfAStoreThatIsDown(t *testing.T) {
@@ -206,12 +208,20 @@ func TestCatalogRebuildOfAStoreThatIsDown(t *testing.T) {
 		if err := down.unmount(); err != nil {
 			t.Fatal(err)
 		}
-		for _, cmd := range [][]string{{"catalog", "rebuild"}, {"profile", "prune", "work", "--keep-last", "1"}} {
+		for _, cmd := range [][]string{{"catalog", "rebuild"}, {"profile", "prune", "work", "--keep-last", "1"},
+			{"profile", "restore", "work", "latest", "--force"}, {"profile", "verify", "work"}} {
 			code, out, _ := d(append([]string{"--json"}, cmd...)...)
 			e, _ := decodeJSON(t, out)["error"].(map[string]any)
-			if code != 1 || e == nil || e["code"] != "storage_unavailable" || !strings.Contains(e["hint"].(string), "mount") {
+			want := "storage_unavailable" // rebuild and prune refuse to change anything
+			if cmd[0] == "profile" && cmd[1] != "prune" {
+				want = "snapshot_not_found" // as for a store that was emptied
+			}
+			if code != 1 || e == nil || e["code"] != want || !strings.Contains(e["hint"].(string), "mount") {
 				t.Fatalf("%s: %q exit %d: %s", down.name, cmd, code, out)
 			}
+		}
+		if b, err := os.ReadFile(filepath.Join(home, "browser-profiles", "work", "Local State")); err != nil || string(b) != `{}` {
+			t.Fatalf("%s: the profile changed: %q %v", down.name, b, err)
 		}
 		if err := down.mountAgain(); err != nil {
 			t.Fatal(err)
