@@ -628,6 +628,11 @@ func (m *Manager) planSnapshotDeletion(ctx context.Context, name string) (*snaps
 	if err != nil {
 		return nil, fmt.Errorf("listing the snapshots of %q in %s: %w", name, m.Store, err)
 	}
+	if len(objs) == 0 && len(rows) > 0 && m.storeEmpty(ctx) {
+		// A store on a disk that is not mounted: "deleted" would leave
+		// the archives, with their cookies, for when it is mounted again.
+		return nil, emptyStoreErr(store, fmt.Sprintf("%d snapshot(s) of %q", len(rows), name), "nothing was deleted, the profile neither")
+	}
 	p := &snapshotPlan{store: store, rows: rows}
 	// An archive without its manifest that is younger than StrayGrace is
 	// most likely another machine's snapshot between storing the two:

@@ -154,12 +154,14 @@ func TestCatalogRebuildStrayGivesAPruneThatRuns(t *testing.T) {
 
 // TestCatalogRebuildOfAStoreThatIsDown: a file:// store on a disk that is
 // not mounted lists as empty (its folder gone, or an empty mount point).
-// catalog rebuild, and profile prune, then dropped every row of the store
-// (of the profile) and said "ok"; they now change nothing and fail with
-// storage_unavailable, and once the disk is back the rows are all there.
-// restore and verify said the catalog was out of date and to rebuild it;
-// they now say the store holds nothing and to mount it. A store that really was emptied (another
-// machine deleted the profile with its snapshots) drops its rows with
+// catalog rebuild and profile prune then dropped every row of the store (of
+// the profile) and said "ok"; profile delete --with-snapshots said it had
+// deleted the snapshots, which were still on the disk when it came back.
+// They now change nothing and fail with storage_unavailable, and once the
+// disk is back the rows are all there. restore and verify said the catalog
+// was out of date and to rebuild it; they now say the store holds nothing
+// and to mount it. A store that really was emptied (another machine
+// deleted the profile with its snapshots) drops its rows with
 // --allow-empty-store, as the hint says.
 func TestCatalogRebuildOfAStoreThatIsDown(t *testing.T) {
 	home := cliEnv(t)
@@ -209,11 +211,11 @@ func TestCatalogRebuildOfAStoreThatIsDown(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, cmd := range [][]string{{"catalog", "rebuild"}, {"profile", "prune", "work", "--keep-last", "1"},
-			{"profile", "restore", "work", "latest", "--force"}, {"profile", "verify", "work"}} {
+			{"profile", "restore", "work", "latest", "--force"}, {"profile", "verify", "work"}, {"profile", "delete", "work", "--with-snapshots"}} {
 			code, out, _ := d(append([]string{"--json"}, cmd...)...)
 			e, _ := decodeJSON(t, out)["error"].(map[string]any)
-			want := "storage_unavailable" // rebuild and prune refuse to change anything
-			if cmd[0] == "profile" && cmd[1] != "prune" {
+			want := "storage_unavailable" // rebuild, prune and delete refuse to change anything
+			if cmd[1] == "restore" || cmd[1] == "verify" {
 				want = "snapshot_not_found" // as for a store that was emptied
 			}
 			if code != 1 || e == nil || e["code"] != want || !strings.Contains(e["hint"].(string), "mount") {
