@@ -22,12 +22,12 @@ func catalogCommands() []*cli.Command {
 				"Encrypted manifests need the identity (--age-identity / DIRECTOR_AGE_IDENTITY): when any\n" +
 				"cannot be decrypted (no identity, or another one), every other manifest is still added, and the\n" +
 				"command fails with decrypt_failed. Manifests skipped for other reasons are listed.\n\n" +
-				"A store that holds no snapshot at all while the catalog lists some in it is taken to be down\n" +
+				"A store that holds nothing at all while the catalog lists snapshots in it is taken to be down\n" +
 				"(a file:// store on a disk that is not mounted lists as empty): the rebuild then changes\n" +
 				"nothing and fails with storage_unavailable, unless --allow-empty-store says the store really\n" +
 				"is empty now.",
 			Flags: []cli.Flag{
-				&cli.BoolFlag{Name: "allow-empty-store", Usage: "drop the rows of a store that holds no snapshot at all (it was emptied, not unmounted)"},
+				&cli.BoolFlag{Name: "allow-empty-store", Usage: "drop the rows of a store that holds nothing at all (it was emptied, not unmounted)"},
 			},
 			Action: withManager(func(c *cli.Context, m *profiles.Manager, fresh bool) error {
 				if !fresh {
