@@ -63,6 +63,33 @@ func (m *Manager) SnapshotAllowed() error {
 	return nil
 }
 
+// refuseEmptyStore fails a snapshot of name into a store that holds
+// nothing at all while the catalog lists name's snapshots there: a file://
+// store on a disk that is not mounted, where the archive would go to the
+// folder under the mount point and vanish when the disk is mounted (a cron
+// refresh would then "succeed" every night). A store that cannot be listed
+// is left to the upload: credentials may allow writing only.
+func (m *Manager) refuseEmptyStore(ctx context.Context, name string) error {
+	if m.Catalog == nil {
+		return nil
+	}
+	store, err := m.catalogStore(ctx)
+	if err != nil {
+		return err
+	}
+	rows, err := m.Catalog.ListSnapshots(ctx, store, name)
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	if objs, err := m.Store.List(ctx, name+"/"); err != nil || len(objs) > 0 || !m.storeEmpty(ctx) {
+		if err != nil {
+			m.log().Debug("cannot list the store before a snapshot", "profile", name, "err", err)
+		}
+		return nil
+	}
+	return emptyStoreErr(store, fmt.Sprintf("%d snapshot(s) of %q", len(rows), name), "nothing was stored")
+}
+
 // Snapshot archives a profile into the store and records it in the catalog.
 // The catalog row is inserted only after the archive and its manifest are
 // stored; a failure removes what was stored.
@@ -74,6 +101,9 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 	}
 	defer unlock()
 	if err := m.SnapshotAllowed(); err != nil {
+		return nil, err
+	}
+	if err := m.refuseEmptyStore(ctx, name); err != nil {
 		return nil, err
 	}
 	host, _ := os.Hostname()

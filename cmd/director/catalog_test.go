@@ -156,7 +156,9 @@ func TestCatalogRebuildStrayGivesAPruneThatRuns(t *testing.T) {
 // not mounted lists as empty (its folder gone, or an empty mount point).
 // catalog rebuild and profile prune then dropped every row of the store (of
 // the profile) and said "ok"; profile delete --with-snapshots said it had
-// deleted the snapshots, which were still on the disk when it came back.
+// deleted the snapshots, which were still on the disk when it came back;
+// profile snapshot wrote to the folder under the mount point, where the
+// snapshot vanished once the disk was mounted.
 // They now change nothing and fail with storage_unavailable, and once the
 // disk is back the rows are all there. restore and verify said the catalog
 // was out of date and to rebuild it; they now say the store holds nothing
@@ -211,10 +213,11 @@ func TestCatalogRebuildOfAStoreThatIsDown(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, cmd := range [][]string{{"catalog", "rebuild"}, {"profile", "prune", "work", "--keep-last", "1"},
-			{"profile", "restore", "work", "latest", "--force"}, {"profile", "verify", "work"}, {"profile", "delete", "work", "--with-snapshots"}} {
+			{"profile", "restore", "work", "latest", "--force"}, {"profile", "verify", "work"}, {"profile", "delete", "work", "--with-snapshots"},
+			{"profile", "snapshot", "work"}} {
 			code, out, _ := d(append([]string{"--json"}, cmd...)...)
 			e, _ := decodeJSON(t, out)["error"].(map[string]any)
-			want := "storage_unavailable" // rebuild, prune and delete refuse to change anything
+			want := "storage_unavailable" // rebuild, prune, delete and snapshot refuse to change anything
 			if cmd[1] == "restore" || cmd[1] == "verify" {
 				want = "snapshot_not_found" // as for a store that was emptied
 			}
@@ -224,6 +227,9 @@ func TestCatalogRebuildOfAStoreThatIsDown(t *testing.T) {
 		}
 		if b, err := os.ReadFile(filepath.Join(home, "browser-profiles", "work", "Local State")); err != nil || string(b) != `{}` {
 			t.Fatalf("%s: the profile changed: %q %v", down.name, b, err)
+		}
+		if left, _ := os.ReadDir(store); len(left) > 0 {
+			t.Fatalf("%s: the refused commands wrote to the mount point: %v", down.name, left)
 		}
 		if err := down.mountAgain(); err != nil {
 			t.Fatal(err)
