@@ -69,13 +69,9 @@ func (m *Manager) SnapshotAllowed() error {
 // folder under the mount point and vanish when the disk is mounted (a cron
 // refresh would then "succeed" every night). A store that cannot be listed
 // is left to the upload: credentials may allow writing only.
-func (m *Manager) refuseEmptyStore(ctx context.Context, name string) error {
+func (m *Manager) refuseEmptyStore(ctx context.Context, store, name string) error {
 	if m.Catalog == nil {
 		return nil
-	}
-	store, err := m.catalogStore(ctx)
-	if err != nil {
-		return err
 	}
 	rows, err := m.Catalog.ListSnapshots(ctx, store, name)
 	if err != nil || len(rows) == 0 {
@@ -103,7 +99,11 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 	if err := m.SnapshotAllowed(); err != nil {
 		return nil, err
 	}
-	if err := m.refuseEmptyStore(ctx, name); err != nil {
+	store, err := m.catalogStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.refuseEmptyStore(ctx, store, name); err != nil {
 		return nil, err
 	}
 	host, _ := os.Hostname()
@@ -170,11 +170,6 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 		warnings = append(warnings, fmt.Sprintf("%d cookies are encrypted with this machine's keyring (v11): they will not decrypt after a restore on another machine; "+
 			"log in again through `director profile open %s --snapshot`, which runs Chrome with --password-store=basic", n, name))
 		m.log().Warn("keyring-bound cookies in snapshot", "profile", name, "count", n)
-	}
-	store, err := m.catalogStore(ctx)
-	if err != nil {
-		m.removeObjects(archiveKey, manifestKey)
-		return nil, err
 	}
 	row := rowFromManifest(man, manifestKey, store)
 	if err := m.Catalog.InsertSnapshot(ctx, row); err != nil {
