@@ -46,6 +46,7 @@ type SnapshotResult struct {
 	FileCount     int           `json:"file_count"`
 	Encrypted     bool          `json:"encrypted"`
 	ChromeVersion string        `json:"chrome_version,omitempty"`
+	Note          string        `json:"note,omitempty"`
 	Duration      time.Duration `json:"duration_ns"`
 	Warnings      []string      `json:"warnings,omitempty"`
 }
@@ -182,7 +183,7 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 	return &SnapshotResult{
 		ID: id, Profile: name, ObjectKey: archiveKey, ManifestKey: manifestKey, Store: storage.ID(m.Store), Location: storage.Location(m.Store, archiveKey),
 		ArchiveSize: hr.n, ArchiveSHA256: man.ArchiveSHA256, RawSize: man.RawSize, FileCount: man.FileCount,
-		Encrypted: man.Encrypted, ChromeVersion: man.ChromeVersion, Duration: time.Since(start), Warnings: warnings,
+		Encrypted: man.Encrypted, ChromeVersion: man.ChromeVersion, Note: man.Note, Duration: time.Since(start), Warnings: warnings,
 	}, nil
 }
 

@@ -28,7 +28,7 @@ import (
 func interspersed(app *cli.App, args []string) ([]string, string, error) {
 	path := app.Name
 	if len(args) < 2 {
-		return args, path, nil
+		return nil, path, needsCommand(app.Commands, path)
 	}
 	out := []string{args[0]}
 	rest := helpLast(app, args[1:])
@@ -45,6 +45,11 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 		if a == "--" {
 			break
 		}
+		if isHelpFlag(a) && !knownFlag(flags, a) {
+			help = true
+			i++
+			continue
+		}
 		if strings.HasPrefix(a, "-") && a != "-" {
 			// A global flag after a command name, as in "director
 			// profile --json list", moves up with the other late ones.
@@ -53,11 +58,11 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 			if late {
 				fl = app.Flags
 			}
-			n := flagArity(fl, a)
-			if i+n > len(rest) {
-				return nil, path, missingValue(fl, a, path)
+			n, asksHelp, err := takeFlag(fl, app.Flags, rest, i, path)
+			if err != nil {
+				return nil, path, err
 			}
-			if helpAsValue(rest, i, n) {
+			if asksHelp {
 				help = true
 				i += n
 				continue
@@ -97,6 +102,9 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 		return append(res, out[firstCmd:]...)
 	}
 	if cmd == nil || i >= len(rest) {
+		if !help && i >= len(rest) && (cmd == nil || len(cmds) > 0) {
+			return nil, path, needsCommand(cmds, path)
+		}
 		res := append(withGlobals(), rest[i:]...)
 		if help {
 			res = append(res, "--help")
@@ -113,11 +121,11 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 		isFlag := strings.HasPrefix(a, "-") && a != "-"
 		switch {
 		case isFlag && knownFlag(flags, a):
-			n := flagArity(flags, a)
-			if i+n > len(rest) {
-				return nil, path, missingValue(flags, a, path)
+			n, asksHelp, err := takeFlag(flags, app.Flags, rest, i, path)
+			if err != nil {
+				return nil, path, err
 			}
-			if helpAsValue(rest, i, n) {
+			if asksHelp {
 				help = true
 			} else {
 				moved = append(moved, rest[i:i+n]...)
@@ -125,11 +133,11 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 			i += n
 		case isFlag && knownFlag(app.Flags, a):
 			// A global flag given late: urfave/cli wants it before the command.
-			n := flagArity(app.Flags, a)
-			if i+n > len(rest) {
-				return nil, path, missingValue(app.Flags, a, path)
+			n, asksHelp, err := takeFlag(app.Flags, flags, rest, i, path)
+			if err != nil {
+				return nil, path, err
 			}
-			if helpAsValue(rest, i, n) {
+			if asksHelp {
 				help = true
 			} else {
 				global = append(global, rest[i:i+n]...)
@@ -157,6 +165,46 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 		res = append(res, "--")
 	}
 	return append(res, positional...), path, nil
+}
+
+// needsCommand is the usage error of a line that stops at a command
+// group (`director profile`, or `director` alone): urfave/cli would print
+// the group's help and exit 0, so a cron line that lost its subcommand
+// would "succeed", and --json would get a help page.
+func needsCommand(cmds []*cli.Command, path string) error {
+	var names []string
+	for _, c := range cmds {
+		if !c.Hidden && c.Name != "help" {
+			names = append(names, c.Name)
+		}
+	}
+	return errcode.New(errcode.InvalidInput, "missing command after %q: one of %s", path, strings.Join(names, ", ")).
+		WithHint("run `%s --help` for what each does", path)
+}
+
+// takeFlag reads the flag at rest[i] among flags: how many arguments it
+// occupies (n), and whether it asks for help instead, as `--note --help`
+// does. A flag whose value is missing is an error, and so is one whose
+// value, given as the next argument, is itself a flag of the command line
+// (of flags or others): in `--note --json` the snapshot would be noted
+// "--json" and --json lost. Other values that start with "-" (`--keep -1`,
+// `--out -`) are values; `--note=--json` notes "--json".
+func takeFlag(flags, others []cli.Flag, rest []string, i int, path string) (n int, asksHelp bool, err error) {
+	a := rest[i]
+	n = flagArity(flags, a)
+	if i+n > len(rest) {
+		return 0, false, missingValue(flags, a, path)
+	}
+	if helpAsValue(rest, i, n) {
+		return n, true, nil
+	}
+	if v := rest[i+n-1]; n == 2 && strings.HasPrefix(v, "-") && (knownFlag(flags, v) || knownFlag(others, v)) {
+		shown := shownFlag(a)
+		return 0, false, errcode.New(errcode.InvalidInput, "flag %s is followed by the flag %s: is its value missing?", shown, v).
+			WithHint("put the value right after the flag: %s %s; a value that is written like a flag is given as %s=%s (see `%s --help`)",
+				shown, placeholder(lookupFlag(flags, a)), shown, v, path)
+	}
+	return n, false, nil
 }
 
 // helpAsValue reports whether the flag at rest[i], which takes n
@@ -209,12 +257,17 @@ func isHelpFlag(arg string) bool {
 // missingValue is the usage error of a flag that ends the line without the
 // value it needs.
 func missingValue(flags []cli.Flag, arg, path string) error {
-	shown := "--" + flagName(arg)
-	if len(flagName(arg)) == 1 {
-		shown = "-" + flagName(arg)
-	}
+	shown := shownFlag(arg)
 	return errcode.New(errcode.InvalidInput, "flag %s needs a value", shown).
 		WithHint("put the value right after the flag: %s %s (see `%s --help`)", shown, placeholder(lookupFlag(flags, arg)), path)
+}
+
+// shownFlag is arg's flag as the help spells it: --note, -q.
+func shownFlag(arg string) string {
+	if name := flagName(arg); len(name) != 1 {
+		return "--" + name
+	}
+	return "-" + flagName(arg)
 }
 
 // placeholder is the word the help shows for a flag's value: the `QUOTED`

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -98,6 +99,92 @@ func TestFlagWithoutValue(t *testing.T) {
 	code, _, errOut := runDirector(t, "--home")
 	if code != 2 || !textErrorRE.MatchString(errOut) || !strings.Contains(errOut, "flag --home needs a value") {
 		t.Errorf("director --home: exit %d, %q", code, errOut)
+	}
+}
+
+// A flag that takes a value, followed by another flag of the line, is a
+// usage error: `--note --json` would note the snapshot "--json" and print
+// text where a cron job's parser wants JSON. Nothing is snapshotted. Values
+// that only start with "-" are values.
+func TestFlagFollowedByFlag(t *testing.T) {
+	home := withProfile(t)
+	for _, tt := range []struct {
+		args    []string
+		msgHas  string
+		hintHas string
+	}{
+		{[]string{"profile", "snapshot", "work", "--note", "--json"}, "flag --note is followed by the flag --json", "--note=--json"},
+		{[]string{"profile", "snapshot", "work", "--note", "-q"}, "flag --note is followed by the flag -q", "--note=-q"},
+		{[]string{"profile", "snapshot", "work", "--exclude", "--include", "x"}, "flag --exclude is followed by the flag --include", "--exclude GLOB"},
+		{[]string{"--store", "--json", "profile", "list"}, "flag --store is followed by the flag --json", "--store=--json"},
+		{[]string{"profile", "list", "--log-level", "--quiet"}, "flag --log-level is followed by the flag --quiet", "--log-level=--quiet"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			if !slices.Contains(tt.args, "--json") {
+				wantUsageError(t, home, tt.args, tt.msgHas, tt.hintHas)
+				return
+			}
+			// The --json the flag would have eaten still asks for
+			// the error as JSON.
+			code, out, errOut := runDirector(t, append([]string{"--home", home}, tt.args...)...)
+			e, _ := decodeJSON(t, out)["error"].(map[string]any)
+			if msg, _ := e["message"].(string); code != 2 || e["code"] != "invalid_input" || !strings.Contains(msg, tt.msgHas) || errOut != "" {
+				t.Errorf("exit %d, stdout %s, stderr %q: want invalid_input with %q", code, out, errOut, tt.msgHas)
+			}
+			if hint, _ := e["hint"].(string); !strings.Contains(hint, tt.hintHas) {
+				t.Errorf("hint %q: want %q", hint, tt.hintHas)
+			}
+		})
+	}
+	if code, out, _ := runDirector(t, "--home", home, "--json", "profile", "snapshots", "work"); code != 0 || strings.Contains(out, `"id"`) {
+		t.Fatalf("a snapshot was taken: %d %s", code, out)
+	}
+	// Values that start with "-" but name no flag are taken, as is one
+	// given with "=".
+	for _, args := range [][]string{{"--note", "-x"}, {"--note=--json"}} {
+		code, out, errOut := runDirector(t, append([]string{"--home", home, "--json", "profile", "snapshot", "work"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s %s", args, code, out, errOut)
+		}
+		want := strings.TrimPrefix(args[len(args)-1], "--note=")
+		snap, _ := decodeJSON(t, out)["snapshot"].(map[string]any)
+		if note, _ := snap["note"].(string); note != want {
+			t.Errorf("%v: note %q, want %q: %s", args, note, want, out)
+		}
+	}
+}
+
+// A line that stops at a command group, or names no command at all, is a
+// usage error listing the commands, not a help page with exit 0: a cron
+// line that lost its subcommand must not succeed. Help still works.
+func TestCommandGroupNeedsCommand(t *testing.T) {
+	home := cliEnv(t)
+	for _, tt := range []struct {
+		args   []string
+		msgHas string
+	}{
+		{[]string{"profile"}, `missing command after "director profile": one of create, list, path, delete, snapshot, restore, snapshots, verify, prune, open`},
+		{[]string{"catalog"}, `missing command after "director catalog": one of rebuild`},
+		{[]string{"key"}, `missing command after "director key": one of generate, recipient`},
+		{[]string{"store"}, `missing command after "director store": one of check`},
+		{[]string{"--quiet"}, `missing command after "director": one of profile, catalog, run, audit, key, store, version`},
+		{[]string{"profile", "--store", "file:///tmp/x"}, `missing command after "director profile"`},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			wantUsageError(t, home, tt.args, tt.msgHas, "--help` for what each does")
+		})
+	}
+	if code, out, errOut := runDirector(t); code != 2 || out != "" || !strings.Contains(errOut, `missing command after "director"`) {
+		t.Errorf("director alone: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	for _, args := range [][]string{{"profile", "--help"}, {"profile", "-h"}, {"help", "profile"}, {"--json", "profile", "--help"}, {"--help"}} {
+		code, out, errOut := runDirector(t, append([]string{"--home", home}, args...)...)
+		if code != 0 || !strings.Contains(out, "USAGE:") || errOut != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q: want the help page", args, code, out, errOut)
+		}
+	}
+	if _, err := os.Stat(home); err == nil {
+		t.Errorf("a usage error or help made the home %s", home)
 	}
 }
 
