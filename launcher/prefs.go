@@ -18,7 +18,7 @@ const restoreLastSession = 1
 //
 // Chrome drops cookies without an expiry at exit, unless the profile's
 // startup preference is "continue where you left off": then the network
-// service persists session cookies to Network/Cookies and restores them at
+// service persists session cookies to the Cookies database and restores them at
 // the next start (ProfileNetworkContextService: persist_session_cookies and
 // restore_old_session_cookies follow SessionStartupPref::ShouldRestoreLastSession).
 // So this sets Default/Preferences "session.restore_on_startup" to 1, keeping

@@ -94,7 +94,7 @@ func TestRealProfileSurvivesSnapshotDeleteRestore(t *testing.T) {
 	if res.ChromeVersion == "" {
 		t.Error("manifest lacks the Chrome version from Last Version")
 	}
-	if _, err := m.Delete(ctx, "real", false); err != nil {
+	if _, err := m.Delete(ctx, "real", DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(m.Dir("real")); !os.IsNotExist(err) {

@@ -276,7 +276,7 @@ func (m *Manager) Lock(ctx context.Context, name string, wait time.Duration) (*L
 		}
 		if !ok {
 			return nil, errcode.New(errcode.ProfileInUse, "profile %q is in use by another director command", name).
-				WithHint("wait for the other snapshot, restore, run or `director profile open` on %s to finish, then retry", name)
+				WithHint("wait for the other snapshot, restore, run or `director profile open %s` on it to finish, then retry", name)
 		}
 		lockTaken(path)
 		same, err := lockedFileIsPath(fl, path)
@@ -364,7 +364,7 @@ func (m *Manager) refuseIfRunning(name string) error {
 	}
 	if inUse {
 		return errcode.New(errcode.ProfileInUse, "Chrome is running on profile %q (%s)", name, info.Reason).
-			WithHint("close that Chrome window (or let `director profile open` / `director run` finish), then retry")
+			WithHint("close that Chrome window (or let the `director profile open %s` or `director run` on it finish), then retry", name)
 	}
 	removed, err := launcher.CleanRuntimeFiles(dir)
 	if err != nil {
@@ -502,13 +502,26 @@ type DeleteResult struct {
 	LeftInStore []string `json:"left_in_store,omitempty"`
 }
 
-// Delete removes a local profile and, with withSnapshots, its snapshots:
+// DeleteOptions are Delete's choices.
+type DeleteOptions struct {
+	// WithSnapshots deletes the profile's snapshots too.
+	WithSnapshots bool
+	// Force deletes a profile that holds a login no snapshot has
+	// (UnsavedSince), which Delete otherwise refuses.
+	Force bool
+}
+
+// Delete removes a local profile and, with WithSnapshots, its snapshots:
 // the current store's catalog rows of the profile and every object under
 // "NAME/" in the store (archives, encrypted archives, manifests), also those
 // the catalog does not know (a lost or rebuilt catalog). It refuses a
-// profile Chrome runs on. A profile with neither a directory nor (with
-// withSnapshots) anything in the store is profile_not_found.
-func (m *Manager) Delete(ctx context.Context, name string, withSnapshots bool) (*DeleteResult, error) {
+// profile another command or Chrome uses, and then, unless Force, a profile
+// that holds a login no snapshot has: in that order, so that the hint to
+// snapshot it first is given only when a snapshot can run. A profile with
+// neither a directory nor (with WithSnapshots) anything in the store is
+// profile_not_found.
+func (m *Manager) Delete(ctx context.Context, name string, o DeleteOptions) (*DeleteResult, error) {
+	withSnapshots := o.WithSnapshots
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
@@ -526,6 +539,16 @@ func (m *Manager) Delete(ctx context.Context, name string, withSnapshots bool) (
 	}
 	if !exists && !withSnapshots {
 		return nil, m.requireDir(name)
+	}
+	if exists {
+		if err := m.refuseIfRunning(name); err != nil {
+			return nil, err
+		}
+		if since := m.unsavedSince(ctx, name); !o.Force && !since.IsZero() {
+			return nil, errcode.New(errcode.InvalidInput, "profile %s holds a login that no snapshot has (from %s); not deleting it",
+				name, since.UTC().Format(time.RFC3339)).
+				WithHint("keep it first with `director profile snapshot %s`, or pass --force to delete it anyway", name)
+		}
 	}
 	// Find the snapshots before removing anything, so that an unreachable
 	// store fails the command with the profile still in place.
@@ -546,9 +569,6 @@ func (m *Manager) Delete(ctx context.Context, name string, withSnapshots bool) (
 		}
 	}
 	if exists {
-		if err := m.refuseIfRunning(name); err != nil {
-			return nil, err
-		}
 		// Rename first so a crash midway never leaves a half-deleted profile
 		// under the real name.
 		trash := filepath.Join(m.Root, fmt.Sprintf(".%s.deleted-%s", name, randomSuffix(deletedSuffixLen)))
@@ -577,7 +597,7 @@ func (m *Manager) Delete(ctx context.Context, name string, withSnapshots bool) (
 // with.
 func (m *Manager) nowhere(name string) error {
 	return errcode.New(errcode.ProfileNotFound, "profile %q does not exist and has no snapshots in %s", name, m.Store).
-		WithHint("check the name with `director profile list`; snapshots in another store need that --store (see `director profile snapshots %s --store URL`)", name)
+		WithHint("check the name with `director profile list`; if its snapshots are in another store, give that store with --store")
 }
 
 // Absent returns the profile_not_found that Delete (with withSnapshots as

@@ -146,7 +146,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	}
 
 	// Wipe the profile and restore it.
-	if _, err := m.Delete(ctx, "work", false); err != nil {
+	if _, err := m.Delete(ctx, "work", DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	rr, err := m.Restore(ctx, "work", "latest", RestoreOptions{})
@@ -286,7 +286,7 @@ func TestErrorsHaveCodes(t *testing.T) {
 			_, err := m.Restore(ctx, "nope", "nope-20200101T000000Z-aaaa", RestoreOptions{})
 			return err
 		}, errcode.SnapshotNotFound},
-		{"delete missing", func() error { _, err := m.Delete(ctx, "nope", false); return err }, errcode.ProfileNotFound},
+		{"delete missing", func() error { _, err := m.Delete(ctx, "nope", DeleteOptions{}); return err }, errcode.ProfileNotFound},
 		{"archive missing", func() error {
 			_, err := m.Restore(ctx, "x", "", RestoreOptions{Archive: "/nonexistent.tar.zst"})
 			return err
@@ -389,7 +389,7 @@ func TestRefusesProfileChromeRunsOn(t *testing.T) {
 	if _, err := m.Restore(ctx, "live", "latest", RestoreOptions{}); errcode.Of(err) != errcode.ProfileInUse {
 		t.Fatalf("restore: %v, want profile_in_use", err)
 	}
-	if _, err := m.Delete(ctx, "live", false); errcode.Of(err) != errcode.ProfileInUse {
+	if _, err := m.Delete(ctx, "live", DeleteOptions{}); errcode.Of(err) != errcode.ProfileInUse {
 		t.Fatalf("delete: %v, want profile_in_use", err)
 	}
 	sameTree(t, readTree(t, m.Dir("live")), before)

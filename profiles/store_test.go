@@ -159,7 +159,7 @@ func TestUseCasesWorkOnTheCurrentStoreOnly(t *testing.T) {
 			}
 		}},
 		{"delete with snapshots keeps the other store's", func(t *testing.T) {
-			if _, err := b.Delete(ctx, "work", true); err != nil {
+			if _, err := b.Delete(ctx, "work", DeleteOptions{WithSnapshots: true}); err != nil {
 				t.Fatal(err)
 			}
 			if got := storeKeys(t, b.Store, "work/"); len(got) != 0 {
@@ -301,7 +301,7 @@ func TestDeleteWithSnapshots(t *testing.T) {
 				m.Catalog = lost.Catalog
 			}
 
-			res, err := m.Delete(ctx, name, c.with)
+			res, err := m.Delete(ctx, name, DeleteOptions{WithSnapshots: c.with})
 			if errcode.Of(err) != c.code {
 				t.Fatalf("Delete = %+v, %v; want code %q", res, err, c.code)
 			}
@@ -374,14 +374,14 @@ func TestDeleteWithSnapshotsStoppedByTheStore(t *testing.T) {
 	}
 	real := m.Store
 	m.Store = refusingDeletes{real}
-	_, err := m.Delete(ctx, "work", true)
+	_, err := m.Delete(ctx, "work", DeleteOptions{WithSnapshots: true})
 	hint := errcode.HintOf(err)
 	if errcode.Of(err) != errcode.StorageUnavailable || !strings.Contains(hint, "AccessDenied): check AWS_ACCESS_KEY_ID") ||
 		!strings.Contains(hint, "director profile delete work --with-snapshots` again to finish") {
 		t.Fatalf("Delete through a store that refuses deletes: %v [%s], hint %q", err, errcode.Of(err), hint)
 	}
 	m.Store = real
-	if _, err := m.Delete(ctx, "work", true); err != nil {
+	if _, err := m.Delete(ctx, "work", DeleteOptions{WithSnapshots: true}); err != nil {
 		t.Fatalf("Delete again: %v", err)
 	}
 	if left := storeKeys(t, real, "work/"); len(left) != 0 {
@@ -506,8 +506,8 @@ func TestNoLockFileForMissingProfiles(t *testing.T) {
 			_, err := m.Restore(ctx, n, s[0].ID, RestoreOptions{})
 			return err
 		}, errcode.InvalidInput},
-		{"delete", "nosuch", func(n string) error { _, err := m.Delete(ctx, n, false); return err }, errcode.ProfileNotFound},
-		{"delete with snapshots", "nosuch2", func(n string) error { _, err := m.Delete(ctx, n, true); return err }, errcode.ProfileNotFound},
+		{"delete", "nosuch", func(n string) error { _, err := m.Delete(ctx, n, DeleteOptions{}); return err }, errcode.ProfileNotFound},
+		{"delete with snapshots", "nosuch2", func(n string) error { _, err := m.Delete(ctx, n, DeleteOptions{WithSnapshots: true}); return err }, errcode.ProfileNotFound},
 		{"snapshot", "ghost", func(n string) error { _, err := m.Snapshot(ctx, n, SnapshotOptions{}); return err }, errcode.ProfileNotFound},
 		{"prune", "ghost2", func(n string) error { _, err := m.Prune(ctx, n, 1, 0); return err }, errcode.ProfileNotFound},
 		{"lock and unlock", "ghost3", func(n string) error {
@@ -518,7 +518,7 @@ func TestNoLockFileForMissingProfiles(t *testing.T) {
 			}
 			return err
 		}, ""},
-		{"delete of a real profile", "real", func(n string) error { _, err := m.Delete(ctx, n, true); return err }, ""},
+		{"delete of a real profile", "real", func(n string) error { _, err := m.Delete(ctx, n, DeleteOptions{WithSnapshots: true}); return err }, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -817,7 +817,7 @@ func TestDeleteAgainAfterTheLastObject(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	_, err := m.Delete(ctx, "work", true)
+	_, err := m.Delete(ctx, "work", DeleteOptions{WithSnapshots: true})
 	if errcode.Of(err) != errcode.ProfileNotFound {
 		t.Fatalf("Delete = %v, want profile_not_found", err)
 	}
@@ -856,7 +856,7 @@ func TestStaleCatalogAfterAnotherMachinePrunes(t *testing.T) {
 			return err
 		}},
 		{"restore latest after delete --with-snapshots", func(t *testing.T, b *Manager) {
-			if _, err := b.Delete(ctx, "work", true); err != nil {
+			if _, err := b.Delete(ctx, "work", DeleteOptions{WithSnapshots: true}); err != nil {
 				t.Fatal(err)
 			}
 		}, func(a *Manager, _ string) error {
@@ -864,7 +864,7 @@ func TestStaleCatalogAfterAnotherMachinePrunes(t *testing.T) {
 			return err
 		}},
 		{"verify latest after delete --with-snapshots", func(t *testing.T, b *Manager) {
-			if _, err := b.Delete(ctx, "work", true); err != nil {
+			if _, err := b.Delete(ctx, "work", DeleteOptions{WithSnapshots: true}); err != nil {
 				t.Fatal(err)
 			}
 		}, func(a *Manager, _ string) error {
@@ -1067,7 +1067,7 @@ func TestNewProfileHasNoUnsavedLogin(t *testing.T) {
 			real := m.Store
 			m.Store = refusingDeletes{real}
 			defer func() { m.Store = real }()
-			if _, err := m.Delete(context.Background(), "work", true); errcode.Of(err) != errcode.StorageUnavailable {
+			if _, err := m.Delete(context.Background(), "work", DeleteOptions{WithSnapshots: true, Force: true}); errcode.Of(err) != errcode.StorageUnavailable {
 				t.Fatalf("Delete through a store that refuses deletes: %v", err)
 			}
 			if _, err := os.Stat(m.Dir("work")); !errors.Is(err, fs.ErrNotExist) {

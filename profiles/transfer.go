@@ -276,16 +276,13 @@ func (m *Manager) MarkUnsaved(ctx context.Context, name string) error {
 	return m.Catalog.SetUnsaved(ctx, name, m.now())
 }
 
-// UnsavedSince is when the local profile name came to hold a login that no
+// unsavedSince is when the local profile name came to hold a login that no
 // snapshot has (see MarkUnsaved), zero when it holds none or the catalog
-// cannot tell. `profile delete` refuses such a profile without --force.
-func (m *Manager) UnsavedSince(ctx context.Context, name string) time.Time {
-	return m.unsavedSince(ctx, name)
-}
-
-// unsavedSince is the time of the profile's MarkUnsaved, zero when nothing
-// is unsaved or the catalog cannot tell.
+// (or its absence) cannot tell. Delete refuses such a profile without Force.
 func (m *Manager) unsavedSince(ctx context.Context, name string) time.Time {
+	if m.Catalog == nil {
+		return time.Time{}
+	}
 	p, err := m.Catalog.GetProfile(ctx, name)
 	if err != nil {
 		if errcode.Of(err) != errcode.ProfileNotFound {
@@ -814,7 +811,7 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, unlisted *er
 		}
 		if m.Catalog == nil {
 			return row, errcode.New(errcode.SnapshotNotFound, "no snapshot %q of profile %q in %s (and %s)", ref, name, m.Store, m.noCatalog()).
-				WithHint("check --home / DIRECTOR_HOME, --store / DIRECTOR_STORE and the id; a snapshot is made with `director profile snapshot %s`", name)
+				WithHint("check --home / DIRECTOR_HOME, --store / DIRECTOR_STORE and the id; %s", m.FirstSnapshotHint(name))
 		}
 		return row, errcode.New(errcode.SnapshotNotFound, "no snapshot %q of profile %q in the catalog or in %s", ref, name, m.Store).
 			WithHint("list snapshots with `director profile snapshots %s`", name)
@@ -844,9 +841,20 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, unlisted *er
 	}
 	if errcode.Of(err) == errcode.SnapshotNotFound {
 		return row, errcode.New(errcode.SnapshotNotFound, "profile %q has no snapshot in the catalog or in %s", name, m.Store).
-			WithHint("make one with `director profile snapshot %s`", name)
+			WithHint("%s", m.FirstSnapshotHint(name))
 	}
 	return row, err
+}
+
+// FirstSnapshotHint says how to make a profile's first snapshot: snapshot
+// the profile when it is here, and when it is not (a restore on a new
+// machine, a mistyped name), log in to it first: `director profile snapshot`
+// of a profile that does not exist fails too.
+func (m *Manager) FirstSnapshotHint(name string) string {
+	if st, err := os.Stat(m.Dir(name)); err == nil && st.IsDir() {
+		return fmt.Sprintf("a snapshot is made with `director profile snapshot %s`", name)
+	}
+	return fmt.Sprintf("profile %q is not on this machine either: log in to it and snapshot it with `director profile open %s --snapshot`", name, name)
 }
 
 // adoptFromStore lists "<name>/" in the store and adds to the catalog every
@@ -889,7 +897,7 @@ func (m *Manager) latestInStore(ctx context.Context, store, name string) (catalo
 	}
 	if latest.ID == "" {
 		return latest, errcode.New(errcode.SnapshotNotFound, "profile %q has no snapshot in %s (and %s)", name, m.Store, m.noCatalog()).
-			WithHint("check --home / DIRECTOR_HOME and --store / DIRECTOR_STORE, or make one with `director profile snapshot %s`", name)
+			WithHint("check --home / DIRECTOR_HOME and --store / DIRECTOR_STORE; %s", m.FirstSnapshotHint(name))
 	}
 	return latest, nil
 }
@@ -1081,7 +1089,10 @@ func (m *Manager) Verify(ctx context.Context, name, ref string) (_ *VerifyResult
 		return nil, overUnpacked(fmt.Errorf("snapshot %s: %w", row.ID, err), false) // refused by a setting, not damage
 	}
 	if err != nil {
-		return nil, damagedArchive(name, row, hr, fmt.Errorf("snapshot %s: %w", row.ID, err))
+		if derr := damagedArchive(name, row, hr, err); derr != err {
+			return nil, derr // the archive is not the one recorded: that error names the snapshot
+		}
+		return nil, fmt.Errorf("snapshot %s: %w", row.ID, err)
 	}
 	if _, err := io.Copy(io.Discard, hr); err != nil {
 		return nil, errcode.Wrap(err, errcode.StorageUnavailable, "reading the rest of the archive")

@@ -50,6 +50,13 @@ const frameChunk = 4 << 20
 // still uses every core.
 const maxDefaultWorkers = 2
 
+// ownerPerm are the permission bits an archive keeps: the owner's. A
+// profile holds live credentials, and Chrome creates some of its files with
+// the umask of whoever started it (0644 under 022); group and other bits
+// kept in the archive would make a plain `tar -x` of it give them away.
+// Restore makes every file 0600 and directory 0700 whatever the archive says.
+const ownerPerm fs.FileMode = 0o700
+
 // compressWorkers is the number of compressing workers for a requested
 // Concurrency: the request when given, else GOMAXPROCS up to
 // maxDefaultWorkers.
@@ -369,7 +376,7 @@ func (w *walker) read(rel string) (*dirScan, error) {
 		if fi.Mode().Type() != d.Type() {
 			return nil, changed(r)
 		}
-		f.Mode = uint32(fi.Mode().Perm())
+		f.Mode = uint32(fi.Mode().Perm() & ownerPerm)
 		var st fileState
 		if f.Type == TypeFile {
 			f.Size = fi.Size()

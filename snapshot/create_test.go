@@ -591,3 +591,45 @@ func TestSizeText(t *testing.T) {
 		}
 	}
 }
+
+// An archive keeps only the owner's permission bits, in the manifest and in
+// the tar headers alike: files Chrome made world-readable (under umask 022)
+// come out 0600-like from a plain `tar -x`, and the archive still verifies.
+func TestCreateKeepsOwnerBitsOnly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p")
+	writeTree(t, dir, map[string]string{"Last Version": "156", "Default/Preferences": "{}", "Default/run.sh": "#!/bin/sh"})
+	for p, mode := range map[string]os.FileMode{"Last Version": 0o644, "Default/run.sh": 0o755, "Default": 0o755, "Default/Preferences": 0o600} {
+		must(t, os.Chmod(filepath.Join(dir, filepath.FromSlash(p)), mode))
+	}
+	man, arc := createArchive(t, dir, CreateOptions{Excludes: []string{}})
+	want := map[string]uint32{"Last Version": 0o600, "Default/run.sh": 0o700, "Default": 0o700, "Default/Preferences": 0o600}
+	for _, f := range man.Files {
+		if w, ok := want[f.Path]; ok && f.Mode != w {
+			t.Errorf("manifest: %s mode %o, want %o", f.Path, f.Mode, w)
+		}
+	}
+	zr, err := zstd.NewReader(bytes.NewReader(arc))
+	must(t, err)
+	defer zr.Close()
+	tr := tar.NewReader(zr)
+	seen := 0
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		must(t, err)
+		if w, ok := want[strings.TrimSuffix(h.Name, "/")]; ok {
+			seen++
+			if uint32(h.Mode) != w {
+				t.Errorf("tar header: %s mode %o, want %o", h.Name, h.Mode, w)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("found %d of the %d entries in the tar stream", seen, len(want))
+	}
+	if _, err := Verify(context.Background(), bytes.NewReader(arc), ExtractOptions{}); err != nil {
+		t.Errorf("Verify: %v", err)
+	}
+}

@@ -16,7 +16,8 @@ func RuntimeFiles() []string {
 
 // DefaultExcludes returns the patterns excluded when CreateOptions.Excludes is
 // nil: caches and crash/metrics data Chrome rebuilds by itself. Never in the
-// list: Network/Cookies, Local Storage, Session Storage, IndexedDB, Web Data,
+// list: Cookies (Default/Cookies on Linux and macOS, Default/Network/Cookies
+// on Windows), Local Storage, Session Storage, IndexedDB, Web Data,
 // Login Data, Preferences, Secure Preferences, Local State.
 //
 // A pattern is a path.Match glob over slash-separated paths relative to the

@@ -67,7 +67,7 @@ type Manifest struct {
 type File struct {
 	Path   string `json:"path"`
 	Type   string `json:"type"` // "file", "dir" or "symlink"
-	Mode   uint32 `json:"mode"` // permission bits
+	Mode   uint32 `json:"mode"` // the owner's permission bits (ownerPerm): group and other get none
 	Size   int64  `json:"size,omitempty"`
 	SHA256 string `json:"sha256,omitempty"` // hex, regular files only; not in a version 2 archive's own copy
 	Link   string `json:"link,omitempty"`   // symlink target

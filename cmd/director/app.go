@@ -258,10 +258,10 @@ func newAppHome(stdout, stderr io.Writer, home string) *cli.App {
 		Metadata:       map[string]any{"globals": g},
 		Flags: concatFlags([]cli.Flag{
 			setting(&cli.StringFlag{Name: "home", EnvVars: []string{"DIRECTOR_HOME"}, Value: home, Usage: "director's home: profiles in `DIR`/browser-profiles, catalog in DIR/director.db"}),
-			setting(&cli.StringFlag{Name: "store", EnvVars: []string{"DIRECTOR_STORE"}, Usage: "where archives live: file:///path, s3://bucket/prefix?endpoint=host:port, supabase://bucket/prefix (default file://<home>/snapshots)"}),
+			setting(&cli.StringFlag{Name: "store", EnvVars: []string{"DIRECTOR_STORE"}, Usage: "`URL` of the store where archives live: file:///path, s3://bucket/prefix?endpoint=host:port, supabase://bucket/prefix (default file://<home>/snapshots)"}),
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object on stdout"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors"},
-			setting(&cli.StringFlag{Name: "log-level", EnvVars: []string{"DIRECTOR_LOG_LEVEL"}, Value: "warn", Usage: "log level on stderr: debug, info, warn, error"}),
+			setting(&cli.StringFlag{Name: "log-level", EnvVars: []string{"DIRECTOR_LOG_LEVEL"}, Value: "warn", Usage: "log at `LEVEL` and above on stderr: debug, info, warn, error"}),
 		}, managerFlags(), storeFlags(), encryptionFlags()),
 		Before: func(c *cli.Context) error {
 			if err := refuseEmpty(c, c.App.Flags); err != nil {
@@ -273,7 +273,11 @@ func newAppHome(stdout, stderr io.Writer, home string) *cli.App {
 			g.Quiet = c.Bool("quiet")
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-				return errcode.New(errcode.InvalidInput, "bad --log-level %q", c.String("log-level")).WithHint("use debug, info, warn or error")
+				source := "--log-level"
+				if v, ok := os.LookupEnv("DIRECTOR_LOG_LEVEL"); ok && v == c.String("log-level") {
+					source = "DIRECTOR_LOG_LEVEL"
+				}
+				return errcode.New(errcode.InvalidInput, "invalid %s %q", source, c.String("log-level")).WithHint("use debug, info, warn or error")
 			}
 			if g.Quiet && !c.IsSet("log-level") {
 				lvl = slog.LevelError // --quiet prints nothing but errors
@@ -300,6 +304,7 @@ func newAppHome(stdout, stderr io.Writer, home string) *cli.App {
 		Commands: commands(),
 	}
 	app.OnUsageError = quietUsageError
+	shortDurationDefaults(app.Flags)
 	prepareCommands(app.Commands)
 	return app
 }
@@ -330,16 +335,61 @@ func quietUsageError(c *cli.Context, err error, _ bool) error {
 		name = c.Command.HelpName
 	}
 	hint := fmt.Sprintf("run `%s --help` for its flags", name)
-	if m := badValueRE.FindStringSubmatch(err.Error()); m != nil && c != nil && c.Command != nil {
-		if _, ok := lookupFlag(c.Command.Flags, "--"+m[1]).(*cli.DurationFlag); ok {
-			hint = "a duration is a number with a unit, such as 90m or 36h; there is no day unit (7 days is 168h)"
+	var flags []cli.Flag
+	if c != nil && c.Command != nil {
+		flags = c.Command.Flags
+	}
+	if c != nil && c.App != nil {
+		flags = append(flags, c.App.Flags...)
+	}
+	if m := badEnvRE.FindStringSubmatch(err.Error()); m != nil {
+		// A variable's value urfave/cli could not read: say it as
+		// the size settings do, naming the variable, not Go's parser.
+		value, env, flagName := m[1], m[3], m[4]
+		if h := valueForm(lookupFlag(flags, "--"+flagName)); h != "" {
+			hint = h + fmt.Sprintf(" (%s sets --%s)", env, flagName)
+		}
+		return errcode.New(errcode.InvalidInput, "invalid %s: %q is not %s", env, value, kindName(m[2])).WithHint("%s", hint)
+	}
+	if m := badValueRE.FindStringSubmatch(err.Error()); m != nil {
+		if h := valueForm(lookupFlag(flags, "--"+m[1])); h != "" {
+			hint = h
 		}
 	}
 	return errcode.New(errcode.InvalidInput, "%s", usageMessage(err)).WithHint("%s", hint)
 }
 
+// valueForm says what a value of flag f looks like, "" when the help says
+// it better.
+func valueForm(f cli.Flag) string {
+	switch f.(type) {
+	case *cli.DurationFlag:
+		return "a duration is a number with a unit, such as 90m or 36h; there is no day unit (7 days is 168h)"
+	case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag:
+		return "give a whole number, such as 100"
+	}
+	return ""
+}
+
+// kindName names urfave/cli's kind of value ("int", "duration") for a person.
+func kindName(kind string) string {
+	switch kind {
+	case "int", "int64", "uint", "uint64":
+		return "a whole number"
+	case "duration":
+		return "a duration"
+	case "bool":
+		return "true or false"
+	}
+	return "a " + kind
+}
+
 // badValueRE finds the flag in urfave/cli's "invalid value" errors.
 var badValueRE = regexp.MustCompile(`^invalid value ".*" for flag -+([A-Za-z0-9][A-Za-z0-9_-]*):`)
+
+// badEnvRE reads urfave/cli's error for an environment variable whose
+// value does not parse: the value, its kind, the variable, the flag.
+var badEnvRE = regexp.MustCompile(`^could not parse "(.*)" as ([a-z0-9]+) value from environment variable "([A-Za-z0-9_]+)" for flag ([A-Za-z0-9][A-Za-z0-9_-]*):`)
 
 // commands lists the top-level commands; each lives in its own file.
 func commands() []*cli.Command {

@@ -449,6 +449,7 @@ func takeOverRequired(f cli.Flag) bool {
 func prepareCommands(cmds []*cli.Command) {
 	for _, c := range cmds {
 		c.OnUsageError = quietUsageError
+		shortDurationDefaults(c.Flags)
 		if len(c.Subcommands) > 0 {
 			prepareCommands(c.Subcommands)
 			continue
@@ -470,6 +471,23 @@ func prepareCommands(cmds []*cli.Command) {
 			}
 		} else {
 			c.Before = check
+		}
+	}
+}
+
+// shortDurationDefaults makes the help show a duration flag's default as
+// it is written ("1m", "2m30s"), not as time.Duration prints it ("1m0s").
+func shortDurationDefaults(flags []cli.Flag) {
+	for _, f := range flags {
+		if d, ok := f.(*cli.DurationFlag); ok && d.DefaultText == "" && d.Value > 0 {
+			s := d.Value.String()
+			if strings.HasSuffix(s, "m0s") {
+				s = strings.TrimSuffix(s, "0s")
+			}
+			if strings.HasSuffix(s, "h0m") {
+				s = strings.TrimSuffix(s, "0m")
+			}
+			d.DefaultText = s
 		}
 	}
 }

@@ -75,13 +75,13 @@ func TestFlagWithoutValue(t *testing.T) {
 		hintHas  string
 		noSnapIn bool
 	}{
-		{[]string{"profile", "snapshot", "work", "--note"}, "--note", "--note VALUE", true},
+		{[]string{"profile", "snapshot", "work", "--note"}, "--note", "--note TEXT", true},
 		{[]string{"profile", "snapshot", "work", "--exclude"}, "--exclude", "--exclude GLOB", true},
 		{[]string{"profile", "snapshot", "work", "--note", "x", "--include"}, "--include", "--include GLOB", true},
-		{[]string{"profile", "snapshot", "--note"}, "--note", "--note VALUE", true},
+		{[]string{"profile", "snapshot", "--note"}, "--note", "--note TEXT", true},
 		{[]string{"profile", "restore", "work", "--archive"}, "--archive", "--archive FILE", false},
 		{[]string{"profile", "prune", "work", "--keep-last"}, "--keep-last", "--keep-last N", false},
-		{[]string{"profile", "list", "--store"}, "--store", "--store VALUE", false},
+		{[]string{"profile", "list", "--store"}, "--store", "--store URL", false},
 		{[]string{"key", "generate", "--out"}, "--out", "--out FILE", false},
 		{[]string{"audit", "--limit"}, "--limit", "--limit N", false},
 		{[]string{"profile", "list", "--home"}, "--home", "--home DIR", false},
@@ -518,5 +518,37 @@ func TestInterruptedCommand(t *testing.T) {
 	}
 	if code, _, errOut := runDirector(t, "--home", home, "profile", "snapshots", "work"); code != 0 || errOut != "" {
 		t.Errorf("after the interrupted snapshot: exit %d %s", code, errOut)
+	}
+}
+
+// A value that does not parse, from a flag or from its environment
+// variable, is one invalid_input line that names where it came from and
+// what it should look like, not Go's parser ("strconv.ParseInt: parsing").
+func TestBadValueErrors(t *testing.T) {
+	home := withProfile(t)
+	wf := filepath.Join(t.TempDir(), "wf.yaml")
+	if err := os.WriteFile(wf, []byte("name: x\nsteps:\n  - navigate: http://127.0.0.1:1/\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		env, val string
+		args     []string
+		msgHas   string
+		hintHas  string
+	}{
+		{"DIRECTOR_AUDIT_KEEP", "abc", []string{"run", wf}, `invalid DIRECTOR_AUDIT_KEEP: "abc" is not a whole number`, "DIRECTOR_AUDIT_KEEP sets --keep"},
+		{"DIRECTOR_STORE_CALL_TIMEOUT", "abc", []string{"profile", "list"}, `invalid DIRECTOR_STORE_CALL_TIMEOUT: "abc" is not a duration`, "there is no day unit"},
+		{"DIRECTOR_STORE_IDLE_TIMEOUT", "7d", []string{"profile", "list"}, `invalid DIRECTOR_STORE_IDLE_TIMEOUT: "7d" is not a duration`, "(7 days is 168h)"},
+		{"DIRECTOR_LOG_LEVEL", "loud", []string{"profile", "list"}, `invalid DIRECTOR_LOG_LEVEL "loud"`, "debug, info, warn or error"},
+		{"", "", []string{"--log-level", "loud", "profile", "list"}, `invalid --log-level "loud"`, "debug, info, warn or error"},
+		{"", "", []string{"audit", "--limit", "x"}, `invalid value "x" for flag --limit`, "give a whole number"},
+		{"", "", []string{"store", "check", "--timeout", "5"}, `invalid value "5" for flag --timeout`, "a duration is a number with a unit"},
+	} {
+		t.Run(strings.Join(append([]string{tt.env}, tt.args...), " "), func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv(tt.env, tt.val)
+			}
+			wantUsageError(t, home, tt.args, tt.msgHas, tt.hintHas)
+		})
 	}
 }

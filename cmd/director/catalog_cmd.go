@@ -13,7 +13,7 @@ import (
 func catalogCommands() []*cli.Command {
 	return []*cli.Command{{
 		Name:  "catalog",
-		Usage: "inspect and repair the SQLite catalog",
+		Usage: "repair the SQLite catalog: rebuild its snapshot rows from the store",
 		Subcommands: []*cli.Command{{
 			Name:  "rebuild",
 			Usage: "rebuild the snapshot rows from the manifests in the store",

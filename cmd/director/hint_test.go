@@ -480,3 +480,55 @@ func TestNewInvocation(t *testing.T) {
 		})
 	}
 }
+
+// A profile without snapshots: the hint says how to make the first one in a
+// way that works when pasted. `director profile snapshot NAME` fails for a
+// profile that is not on this machine, so then the hint is to log in to it
+// (profile open creates it); no hint holds a placeholder such as URL where
+// the value is known, and the pasted snapshot command lets the restore go on.
+func TestNoSnapshotHintsCanBePasted(t *testing.T) {
+	home := cliEnv(t)
+	d := func(args ...string) (int, string, string) {
+		return runDirector(t, append([]string{"--home", home}, args...)...)
+	}
+	hintOf := func(out string) string {
+		e, _ := decodeJSON(t, out)["error"].(map[string]any)
+		h, _ := e["hint"].(string)
+		return h
+	}
+	quoted := shellquote.Quote(home)
+	for _, args := range [][]string{{"profile", "restore", "gone", "latest"}, {"profile", "verify", "gone"}} {
+		code, out, _ := d(append([]string{"--json"}, args...)...)
+		if h := hintOf(out); code != 1 || !strings.Contains(h, "`director --home "+quoted+" profile open gone --snapshot`") || strings.Contains(h, "profile snapshot gone") {
+			t.Errorf("%v: exit %d, hint %q: want profile open gone --snapshot", args, code, h)
+		}
+	}
+	if _, out, _ := d("profile", "snapshots", "gone"); !strings.Contains(out, "profile open gone --snapshot") {
+		t.Errorf("profile snapshots gone: %q", out)
+	}
+	code, out, _ := d("--json", "profile", "prune", "gone", "--keep-last", "1")
+	if h := hintOf(out); code != 1 || strings.Contains(h, "URL") || !strings.Contains(h, "profile list`") {
+		t.Errorf("prune gone: exit %d, hint %q: want no placeholder", code, h)
+	}
+
+	if code, _, errOut := d("profile", "create", "here"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, out, _ := d("profile", "snapshots", "here"); !strings.Contains(out, "`director --home "+quoted+" profile snapshot here`") {
+		t.Errorf("profile snapshots here: %q", out)
+	}
+	code, out, _ = d("--json", "profile", "restore", "here", "latest")
+	h := hintOf(out)
+	m := regexp.MustCompile("`(director [^`]*)`").FindStringSubmatch(h)
+	if want := "director --home " + quoted + " profile snapshot here"; code != 1 || m == nil || m[1] != want {
+		t.Fatalf("restore here: exit %d, hint %q: want the command %q", code, h, want)
+	}
+	cmdLine := m[1]
+	// Paste it (the home has no spaces: split on them), then restore.
+	if code, _, errOut := runDirector(t, strings.Fields(strings.TrimPrefix(cmdLine, "director "))...); code != 0 {
+		t.Fatalf("the pasted %q: exit %d: %s", cmdLine, code, errOut)
+	}
+	if code, _, errOut := d("profile", "restore", "here", "latest", "--force"); code != 0 {
+		t.Errorf("restore after the pasted snapshot: exit %d: %s", code, errOut)
+	}
+}

@@ -37,6 +37,7 @@ func stopSignals() []os.Signal {
 }
 
 func main() {
+	privateFiles()
 	memlimit.Apply()
 	ctx, cancel := context.WithCancel(context.Background())
 	stops := &interrupts{graceful: 1}

@@ -48,9 +48,9 @@ func profileOpenCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "url", Usage: "open `URL` in the first tab (the site's login page)"},
 			&cli.BoolFlag{Name: "snapshot", Usage: "snapshot the profile after the browser is closed"},
-			&cli.StringFlag{Name: "note", Usage: "note for the --snapshot (default: \"profile open\")"},
+			&cli.StringFlag{Name: "note", Usage: "store `TEXT` as the note of the --snapshot (default: \"profile open\")"},
 			&cli.BoolFlag{Name: "headless", Usage: "run without a window (for scripts: close with Enter or end of input)"},
-			&cli.DurationFlag{Name: "close-timeout", Value: launcher.DefaultCloseTimeout, Usage: "how long to wait for Chrome to exit before killing it"},
+			&cli.DurationFlag{Name: "close-timeout", Value: launcher.DefaultCloseTimeout, Usage: "wait up to `DURATION` for Chrome to exit before killing it"},
 		},
 		Action: withManager(checkOpen, profileOpen),
 	}

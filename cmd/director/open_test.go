@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -797,5 +798,58 @@ func TestProfileOpenQuitKeepsUnsavedMark(t *testing.T) {
 	_ = json.Unmarshal([]byte(out), &res)
 	if code != errcode.ExitUsage || res.Error.Code != errcode.InvalidInput || !strings.Contains(res.Error.Message, "holds a login that no snapshot has") {
 		t.Errorf("restore latest after the quit: exit %d %s; want it refused over the unsaved login", code, out)
+	}
+}
+
+// Every file of a profile is its user's alone, also those Chrome writes
+// itself: director's main sets the umask, so "Last Version", "Variations"
+// and the rest are not world-readable as they are under the usual umask 022.
+// The real main runs in a process of its own (TestMain), started with umask
+// 022, and opens the profile with Chrome on a page that sets a cookie.
+func TestChromeFilesArePrivate(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("runs director's main as a process")
+	}
+	needChrome(t)
+	site := testsite.New(t)
+	home := cliEnv(t)
+	cmd := exec.Command(os.Args[0], "--home", home, "profile", "open", "work", "--headless", "--url", site.At("/setcookie?name=a&value=b&max_age=3600"))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := &signalWriter{want: "Press Enter", ready: make(chan struct{})}
+	cmd.Stderr = prompt
+	old := syscall.Umask(0o022)
+	p := startMain(t, cmd, prompt.String)
+	syscall.Umask(old)
+	p.waitFor(t, prompt.ready, "the prompt")
+	if _, err := stdin.Write([]byte("\n")); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.exitCode(t, "Enter"); code != 0 {
+		t.Fatalf("profile open: exit %d: %s", code, prompt.String())
+	}
+	dir := filepath.Join(home, "browser-profiles", "work")
+	n := 0
+	err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		n++
+		if fi.Mode()&fs.ModeSymlink == 0 && fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s is %v: group or others may read it", path, fi.Mode())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 20 {
+		t.Fatalf("only %d entries in the profile: did Chrome write it?", n)
 	}
 }

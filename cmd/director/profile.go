@@ -249,7 +249,7 @@ func profileCommands() []*cli.Command {
 					tw.Flush()
 					for _, p := range list {
 						if p.UnsavedSince != nil {
-							fmt.Fprintf(w, "%s holds a login no snapshot has (since %s ago): keep it with %s\n",
+							fmt.Fprintf(w, "%s holds a login no snapshot has (unsaved for %s): keep it with %s\n",
 								p.Name, humanAge(time.Since(*p.UnsavedSince)), "`"+g.hints.command("profile snapshot "+p.Name)+"`")
 						}
 					}
@@ -295,14 +295,7 @@ func profileCommands() []*cli.Command {
 				if err != nil {
 					return err
 				}
-				if since := m.UnsavedSince(c.Context, name); !since.IsZero() && !c.Bool("force") {
-					if _, err := os.Stat(m.Dir(name)); err == nil {
-						return errcode.New(errcode.InvalidInput, "profile %s holds a login that no snapshot has (from %s); not deleting it",
-							name, since.UTC().Format(time.RFC3339)).
-							WithHint("keep it first with `director profile snapshot %s`, or pass --force to delete it anyway", name)
-					}
-				}
-				res, err := m.Delete(c.Context, name, c.Bool("with-snapshots"))
+				res, err := m.Delete(c.Context, name, profiles.DeleteOptions{WithSnapshots: c.Bool("with-snapshots"), Force: c.Bool("force")})
 				if err != nil {
 					return err
 				}
@@ -328,7 +321,7 @@ func profileCommands() []*cli.Command {
 			Description: "Chrome must not be running on the profile. The default excludes (caches, crash dumps, metrics)\n" +
 				"are skipped; --exclude adds globs, --include re-includes them, --no-default-excludes archives everything.",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "note", Usage: "a note stored with the snapshot"},
+				&cli.StringFlag{Name: "note", Usage: "store `TEXT` with the snapshot as its note"},
 				&cli.StringSliceFlag{Name: "exclude", Usage: "also exclude paths matching `GLOB` (repeatable)"},
 				&cli.StringSliceFlag{Name: "include", Usage: "re-include paths matching `GLOB` that an exclude matched (repeatable)"},
 				&cli.BoolFlag{Name: "no-default-excludes", Usage: "do not apply the default excludes"},
@@ -399,7 +392,7 @@ func profileCommands() []*cli.Command {
 			}),
 		},
 		{
-			Name: "snapshots", Usage: "list snapshots in the catalog, newest first", ArgsUsage: "[NAME]",
+			Name: "snapshots", Usage: "list the snapshots the catalog records in the store (--store), newest first", ArgsUsage: "[NAME]",
 			Action: withReadOnlyManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				var list []catalog.Snapshot
 				if name := c.Args().First(); m.Catalog == nil && name != "" {
@@ -418,7 +411,11 @@ func profileCommands() []*cli.Command {
 				}
 				g.emit(map[string]any{"status": "ok", "snapshots": list}, func(w io.Writer) {
 					if len(list) == 0 {
-						fmt.Fprintln(w, "no snapshots: "+g.hints.command("profile snapshot NAME"))
+						if name := c.Args().First(); name != "" {
+							fmt.Fprintf(w, "no snapshots of %s in %s: %s\n", name, m.Store, g.hints.hint(m.FirstSnapshotHint(name)))
+						} else {
+							fmt.Fprintf(w, "no snapshots in %s: %s makes one\n", m.Store, g.hints.command("profile snapshot NAME"))
+						}
 						return
 					}
 					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -303,13 +304,18 @@ func TestDeleteRefusesUnsavedLogin(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		snapshot bool
+		running  bool // Chrome runs on the profile
 		args     []string
 		wantCode int
 	}{
-		{"refused", false, nil, errcode.ExitUsage},
-		{"refused with snapshots", false, []string{"--with-snapshots"}, errcode.ExitUsage},
-		{"--force", false, []string{"--force"}, 0},
-		{"snapshotted first", true, nil, 0},
+		{"refused", false, false, nil, errcode.ExitUsage},
+		{"refused with snapshots", false, false, []string{"--with-snapshots"}, errcode.ExitUsage},
+		{"--force", false, false, []string{"--force"}, 0},
+		{"snapshotted first", true, false, nil, 0},
+		// In use is said first: the hint to snapshot the profile would
+		// fail while Chrome runs on it.
+		{"Chrome running", false, true, nil, errcode.ExitFailure},
+		{"Chrome running, --force", false, true, []string{"--force"}, errcode.ExitFailure},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			home := cliEnv(t)
@@ -330,12 +336,25 @@ func TestDeleteRefusesUnsavedLogin(t *testing.T) {
 					t.Fatal(errOut)
 				}
 			}
+			if tc.running {
+				host, err := os.Hostname()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(fmt.Sprintf("%s-%d", host, os.Getpid()), filepath.Join(home, "browser-profiles", "work", "SingletonLock")); err != nil {
+					t.Fatal(err)
+				}
+			}
 			code, out, _ := runDirector(t, append([]string{"--home", home, "--json", "profile", "delete", "work"}, tc.args...)...)
 			_, statErr := os.Stat(filepath.Join(home, "browser-profiles", "work"))
 			if code != tc.wantCode || (statErr == nil) != (tc.wantCode != 0) {
 				t.Fatalf("exit %d (want %d), profile kept %v: %s", code, tc.wantCode, statErr == nil, out)
 			}
-			if tc.wantCode != 0 {
+			if tc.running {
+				if e := decodeJSON(t, out)["error"].(map[string]any); e["code"] != string(errcode.ProfileInUse) {
+					t.Errorf("error %v, want profile_in_use", e)
+				}
+			} else if tc.wantCode != 0 {
 				e := decodeJSON(t, out)["error"].(map[string]any)
 				if e["code"] != string(errcode.InvalidInput) || !strings.Contains(e["hint"].(string), "profile snapshot work") || !strings.Contains(e["hint"].(string), "--force") {
 					t.Errorf("error %v", e)

@@ -402,8 +402,20 @@ func printResult(w io.Writer, out runOutput) {
 	if res.Profile != "" {
 		who = "profile " + res.Profile
 	}
-	fmt.Fprintf(w, "%s: workflow %s on %s in %s (run %s, session %s, end %s)\n", res.Status, res.Workflow, who,
-		(time.Duration(res.Durations.TotalMS) * time.Millisecond).String(), orDash(res.RunID), orDash(res.SessionID), orDash(res.EndReason))
+	// A run that failed before it was recorded (a restore that found no
+	// snapshot) has no run, session or end to name.
+	var ids []string
+	for _, id := range [][2]string{{"run", res.RunID}, {"session", res.SessionID}, {"end", res.EndReason}} {
+		if id[1] != "" {
+			ids = append(ids, id[0]+" "+id[1])
+		}
+	}
+	idText := ""
+	if len(ids) > 0 {
+		idText = " (" + strings.Join(ids, ", ") + ")"
+	}
+	fmt.Fprintf(w, "%s: workflow %s on %s in %s%s\n", res.Status, res.Workflow, who,
+		(time.Duration(res.Durations.TotalMS) * time.Millisecond).String(), idText)
 	if f := res.FailedStep; f != nil {
 		fmt.Fprintf(w, "  failed at step %d (%s) line %d [%s]\n", f.Index+1, f.Name, f.Line, f.Code)
 	}
