@@ -543,6 +543,7 @@ func TestBadValueErrors(t *testing.T) {
 		{"", "", []string{"--log-level", "loud", "profile", "list"}, `invalid --log-level "loud"`, "debug, info, warn or error"},
 		{"", "", []string{"audit", "--limit", "x"}, `invalid value "x" for flag --limit`, "give a whole number"},
 		{"", "", []string{"store", "check", "--timeout", "5"}, `invalid value "5" for flag --timeout`, "a duration is a number with a unit"},
+		{"", "", []string{"profile", "prune", "work", "--keep-last", "0"}, "--keep-last must be at least 1: the newest snapshot is never pruned", "profile delete work --with-snapshots`"},
 	} {
 		t.Run(strings.Join(append([]string{tt.env}, tt.args...), " "), func(t *testing.T) {
 			if tt.env != "" {

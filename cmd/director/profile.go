@@ -462,7 +462,10 @@ func profileCommands() []*cli.Command {
 			},
 			Action: withManager(func(c *cli.Context, m *profiles.Manager, fresh bool) error {
 				if c.Int("keep-last") < 1 {
-					return errcode.New(errcode.InvalidInput, "--keep-last must be at least 1").WithHint("the newest snapshot is never pruned")
+					if err := profiles.ValidateName(c.Args().First()); err != nil {
+						return err
+					}
+					return errcode.New(errcode.InvalidInput, "--keep-last must be at least 1: the newest snapshot is never pruned").WithHint("give --keep-last 1 to keep only the newest; to remove every snapshot of a profile, `director profile delete %s --with-snapshots` (the local profile goes too)", c.Args().First())
 				}
 				if d := c.Duration("keep-within"); d < 0 {
 					return errcode.New(errcode.InvalidInput, "--keep-within must not be negative, not %s", d).WithHint("for example --keep-within 168h keeps a week")
