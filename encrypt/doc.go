@@ -7,7 +7,10 @@
 // Every failure to decrypt, a wrong or missing key as much as a damaged or
 // truncated ciphertext found while reading, is an errcode.DecryptFailed error
 // whose hint names DIRECTOR_AGE_IDENTITY / --age-identity. Errors of the
-// underlying reader (a store going away) keep their own code.
+// underlying reader (a store going away) keep their own code. An identity
+// file given as a command's argument to read its public keys from
+// (LoadIdentityFile) decrypts nothing: its errors are invalid_input, and
+// their hints speak of that file, not of the setting.
 //
 // Secrets never appear in errors: a secret key given where a public key is
 // expected is refused without being echoed.

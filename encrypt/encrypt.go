@@ -134,48 +134,89 @@ func readKeyFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-// LoadIdentities reads an age identity file (the output of director key
-// generate or age-keygen). It refuses a file that other users may read or
-// write.
+// LoadIdentities reads the age identity file that decrypts snapshots, the
+// one --age-identity / DIRECTOR_AGE_IDENTITY names (the output of director
+// key generate or age-keygen). It refuses a file that other users may read
+// or write. Its errors are decrypt_failed, with hints that name the
+// setting.
 func LoadIdentities(path string) ([]age.Identity, error) {
+	return loadIdentities(path, forDecryption)
+}
+
+// LoadIdentityFile reads an age identity file given as a command's FILE
+// argument for its public keys (`director key recipient FILE`), as
+// LoadIdentities does. Nothing is decrypted and no setting is involved: its
+// errors are invalid_input, and their hints speak of that file alone.
+func LoadIdentityFile(path string) ([]age.Identity, error) {
+	return loadIdentities(path, forArgument)
+}
+
+// identityUse is why an identity file is read, which decides the code of
+// the errors of loadIdentities and the next step each one gives.
+type identityUse struct {
+	code       errcode.Code
+	missing    func(path string) string // the file does not exist
+	wrong      string                   // it is not an identity, or cannot be read
+	recipients string                   // it holds age1… public keys
+}
+
+var forDecryption = identityUse{
+	code:    errcode.DecryptFailed,
+	missing: func(string) string { return missingIdentityHint },
+	wrong:   identityHint,
+	recipients: "it holds only public keys, which encrypt but cannot decrypt: give the identity file (the secret key, from `director key generate`) " +
+		"that they belong to; a recipients file goes in " + EnvRecipients,
+}
+
+var forArgument = identityUse{
+	code: errcode.InvalidInput,
+	missing: func(path string) string {
+		return "check the path; to make a new identity in that file: `director key generate --out " + shellquote.Quote(path) + "`"
+	},
+	wrong: "give the path of an age identity file: one that holds an " + secretPrefix + "… line (key generate and age-keygen write such files)",
+	recipients: "these are public keys already, what key recipient would print: use them as they are (in " + EnvRecipients +
+		"), or give the identity file they belong to",
+}
+
+func loadIdentities(path string, use identityUse) ([]age.Identity, error) {
 	if path == "" {
-		return nil, errcode.New(errcode.DecryptFailed, "no age identity given").WithHint("%s", identityHint)
+		return nil, errcode.New(use.code, "no age identity given").WithHint("%s", use.wrong)
 	}
 	if strings.Contains(strings.ToUpper(path), secretPrefix) {
 		// A key pasted where a path belongs: never echo it.
-		return nil, errcode.New(errcode.DecryptFailed, "the age identity given is a secret key itself, not the path of a file that holds it").
+		return nil, errcode.New(use.code, "the age identity given is a secret key itself, not the path of a file that holds it").
 			WithHint("save the key in a file readable only by you (chmod 600) and give that file's path; the key has been in your command line or environment, so rotate it if that was shared")
 	}
 	st, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, errcode.New(errcode.DecryptFailed, "age identity file %s does not exist", path).WithHint("%s", missingIdentityHint)
+		return nil, errcode.New(use.code, "age identity file %s does not exist", path).WithHint("%s", use.missing(path))
 	}
 	if err != nil {
-		return nil, errcode.Hinted(err, errcode.DecryptFailed, identityHint, "cannot read the age identity file %s", path)
+		return nil, errcode.Hinted(err, use.code, use.wrong, "cannot read the age identity file %s", path)
 	}
 	data, err := readKeyFile(path)
 	if err != nil {
-		return nil, errcode.Hinted(err, errcode.DecryptFailed, identityHint, "cannot read the age identity file %s", path)
+		return nil, errcode.Hinted(err, use.code, use.wrong, "cannot read the age identity file %s", path)
 	}
 	// The content first: a file with no secret key in it (a recipients
 	// file, /etc/passwd) is the wrong file, whatever its mode; only a
 	// secret key needs the mode check.
 	if !bytes.Contains(bytes.ToUpper(data), []byte(secretPrefix)) {
 		if _, rerr := age.ParseRecipients(bytes.NewReader(data)); rerr == nil {
-			return nil, errcode.New(errcode.DecryptFailed, "%s is not an age identity: it holds age1… public keys (recipients)", path).
-				WithHint("it holds only public keys, which encrypt but cannot decrypt: give the identity file (the secret key, from `director key generate`) that they belong to; a recipients file goes in %s", EnvRecipients)
+			return nil, errcode.New(use.code, "%s is not an age identity: it holds age1… public keys (recipients)", path).
+				WithHint("%s", use.recipients)
 		}
-		return nil, errcode.New(errcode.DecryptFailed, "%s is not an age identity: it holds no %s… line", path, secretPrefix).
-			WithHint("%s", identityHint)
+		return nil, errcode.New(use.code, "%s is not an age identity: it holds no %s… line", path, secretPrefix).
+			WithHint("%s", use.wrong)
 	}
 	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
-		return nil, errcode.New(errcode.DecryptFailed, "age identity file %s is accessible by other users (mode %04o)", path, st.Mode().Perm()).
+		return nil, errcode.New(use.code, "age identity file %s is accessible by other users (mode %04o)", path, st.Mode().Perm()).
 			WithHint("it holds a secret key: run chmod 600 %s (and consider whether the key leaked)", shellquote.Quote(path))
 	}
 	// age's parser never echoes key material in its errors.
 	ids, err := age.ParseIdentities(bytes.NewReader(data))
 	if err != nil {
-		return nil, errcode.Hinted(err, errcode.DecryptFailed, identityHint, "bad age identity file %s", path)
+		return nil, errcode.Hinted(err, use.code, use.wrong, "bad age identity file %s", path)
 	}
 	return ids, nil
 }

@@ -520,3 +520,52 @@ func TestChmodHintRunsAsGiven(t *testing.T) {
 		t.Fatalf("after the hint's command: %v", err)
 	}
 }
+
+// TestLoadIdentityFile: an identity file given as a command's FILE argument
+// (key recipient FILE) decrypts nothing, so a file that cannot be used is
+// invalid_input, named in the message, with a hint about that file: not
+// about DIRECTOR_AGE_IDENTITY or a snapshot's key. A file that does not
+// exist gets the command that makes an identity there.
+func TestLoadIdentityFile(t *testing.T) {
+	good, r := newIdentity(t)
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	key, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "new keys", "id.txt")
+	cases := []struct {
+		name, path string
+		msg, hint  string
+	}{
+		{"does not exist", missing, "does not exist", "`director key generate --out '" + missing + "'`"},
+		{"recipients file", write("pub.txt", r+"\n", 0o644), "it holds age1… public keys", "public keys already"},
+		{"text file", write("notes.txt", "hello\n", 0o644), "holds no AGE-SECRET-KEY-… line", "give the path of an age identity file"},
+		{"directory", dir, "cannot read the age identity file", "give the path of an age identity file"},
+		{"readable by others", write("open.txt", string(key), 0o644), "accessible by other users", "chmod 600"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := LoadIdentityFile(c.path)
+			hint := errcode.HintOf(err)
+			if errcode.Of(err) != errcode.InvalidInput || !strings.Contains(err.Error(), c.path) || !strings.Contains(err.Error(), c.msg) ||
+				!strings.Contains(hint, c.hint) || strings.Contains(hint, EnvIdentity) || strings.Contains(hint, "snapshot") {
+				t.Errorf("LoadIdentityFile(%s) = %v [%s], hint %q\nwant invalid_input naming the file, ~%q, hint ~%q about the file alone", c.path, err, errcode.Of(err), hint, c.msg, c.hint)
+			}
+		})
+	}
+	ids, err := LoadIdentityFile(good)
+	if rs := IdentityRecipients(ids); err != nil || len(rs) != 1 || rs[0].(*age.X25519Recipient).String() != r {
+		t.Errorf("LoadIdentityFile(an identity) = %v, %v; want its public key %s", rs, err, r)
+	}
+}
