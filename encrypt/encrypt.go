@@ -45,9 +45,14 @@ const identityHint = "set " + EnvIdentity + " (or " + FlagIdentity + ") to the i
 	"the snapshot was encrypted to; a newly generated key cannot decrypt existing snapshots"
 
 // missingIdentityHint is the next step when the identity file named does
-// not exist: the right one, or, before any snapshot was encrypted, a new one.
-const missingIdentityHint = "point " + EnvIdentity + " (or " + FlagIdentity + ") at the identity file whose public key " +
-	"your snapshots are encrypted to (a new key cannot decrypt them); only if none was made yet, create one with: `director key generate`"
+// not exist: the right one, or, before any snapshot was encrypted, a new
+// one, made in that very file so that the setting that names it works as it
+// is.
+func missingIdentityHint(path string) string {
+	return "point " + EnvIdentity + " (or " + FlagIdentity + ") at the identity file whose public key " +
+		"your snapshots are encrypted to (a new key cannot decrypt them); only if none was made yet, create it there with: " +
+		"`director key generate --out " + shellquote.Quote(path) + "`"
+}
 
 const recipientsHint = "set " + EnvRecipients + " (or " + FlagRecipients + ") to age1… public keys separated by " +
 	"commas, or to a recipients file; `director key generate` prints one"
@@ -162,7 +167,7 @@ type identityUse struct {
 
 var forDecryption = identityUse{
 	code:    errcode.DecryptFailed,
-	missing: func(string) string { return missingIdentityHint },
+	missing: missingIdentityHint,
 	wrong:   identityHint,
 	recipients: "it holds only public keys, which encrypt but cannot decrypt: give the identity file (the secret key, from `director key generate`) " +
 		"that they belong to; a recipients file goes in " + EnvRecipients,

@@ -569,3 +569,28 @@ func TestLoadIdentityFile(t *testing.T) {
 		t.Errorf("LoadIdentityFile(an identity) = %v, %v; want its public key %s", rs, err, r)
 	}
 }
+
+// TestMissingIdentityHintMakesThatFile: the identity setting names a file
+// that does not exist; the hint's command makes an identity in that very
+// file (not in <home>/age-identity.txt, which the setting does not name),
+// after which the setting loads.
+func TestMissingIdentityHintMakesThatFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "my keys", "it's id.txt")
+	_, err := LoadIdentities(p)
+	hint := errcode.HintOf(err)
+	_, cmd, ok := strings.Cut(hint, "`director key generate --out ")
+	arg, _, closed := strings.Cut(cmd, "`")
+	if errcode.Of(err) != errcode.DecryptFailed || !ok || !closed {
+		t.Fatalf("LoadIdentities(missing) = %v [%s], hint %q; want decrypt_failed and `director key generate --out FILE`", err, errcode.Of(err), hint)
+	}
+	out, err := exec.Command("sh", "-c", "printf %s "+arg).Output()
+	if err != nil || string(out) != p {
+		t.Fatalf("the hint's --out %s is %q to a shell (%v), want %q", arg, out, err, p)
+	}
+	if _, err := Generate(string(out)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadIdentities(p); err != nil {
+		t.Errorf("after the hint's command: %v", err)
+	}
+}
