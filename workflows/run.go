@@ -277,7 +277,7 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 	if !w.Incognito && r.Profiles == nil {
 		return errcode.New(errcode.Internal, "workflows: runner without a profiles manager").WithHint("this is a bug in director; report it")
 	}
-	if snapshots(w) && !r.RemoteBrowser {
+	if w.MaySnapshot() && !r.RemoteBrowser {
 		// Known now, not after the whole run.
 		if serr := r.Profiles.SnapshotAllowed(); serr != nil {
 			return errcode.Hinted(serr, errcode.Of(serr), errcode.HintOf(serr)+"; or set snapshot: never in "+w.File,
@@ -670,9 +670,9 @@ func (r *Runner) steps(ctx context.Context, w *Workflow, s *session.Session, loc
 	return nil
 }
 
-// snapshots says whether a run of w may snapshot its profile: by its
+// MaySnapshot says whether a run of w may snapshot its profile: by its
 // snapshot policy or by a snapshot step.
-func snapshots(w *Workflow) bool {
+func (w *Workflow) MaySnapshot() bool {
 	if w.Incognito {
 		return false
 	}

@@ -29,7 +29,7 @@ func catalogCommands() []*cli.Command {
 			Flags: []cli.Flag{
 				&cli.BoolFlag{Name: "allow-empty-store", Usage: "drop the rows of a store that holds nothing at all (it was emptied, not unmounted)"},
 			},
-			Action: withManager(func(c *cli.Context, m *profiles.Manager, fresh bool) error {
+			Action: withManager(useIdentity, func(c *cli.Context, m *profiles.Manager, fresh bool) error {
 				if !fresh {
 					return nil
 				}

@@ -104,7 +104,7 @@ func TestDecryptHintsNeverSuggestANewKeyForExistingSnapshots(t *testing.T) {
 		{"verify, no identity", []string{"profile", "verify", "work"}, false},
 		{"verify, another identity", []string{"--age-identity", wrong, "profile", "verify", "work"}, false},
 		{"rebuild, another identity", []string{"--age-identity", wrong, "catalog", "rebuild"}, false},
-		{"identity file missing", []string{"--age-identity", filepath.Join(keys, "nope.txt"), "profile", "snapshots"}, true},
+		{"identity file missing", []string{"--age-identity", filepath.Join(keys, "nope.txt"), "profile", "restore", "work", "latest"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

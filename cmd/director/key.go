@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"filippo.io/age"
 	"github.com/urfave/cli/v2"
 
 	"director/encrypt"
@@ -25,9 +26,48 @@ func encryptionFlags() []cli.Flag {
 		setting(&cli.StringFlag{
 			Name:    "age-identity",
 			EnvVars: []string{encrypt.EnvIdentity},
-			Usage:   "age identity `FILE` (secret key, mode 0600) that decrypts snapshots on restore, verify and catalog rebuild",
+			Usage:   "age identity `FILE` (secret key, mode 0600) that decrypts snapshots on restore, verify, prune and catalog rebuild",
 		}),
 	}
+}
+
+// keyUse says which age keys a command uses. newManager loads those, and
+// reports what is wrong with their settings, and no others: a command that
+// uses no key (profile list, create, snapshots…) works whatever
+// --age-recipients / --age-identity hold.
+type keyUse uint8
+
+const (
+	useRecipients keyUse = 1 << iota // it encrypts: a snapshot
+	useIdentity                      // it decrypts: restore, verify, prune, catalog rebuild
+	noKeys        keyUse = 0
+)
+
+// recipientsIf is useRecipients when on (profile open --snapshot), else
+// noKeys.
+func recipientsIf(on bool) keyUse {
+	if on {
+		return useRecipients
+	}
+	return noKeys
+}
+
+// loadKeys reads the keys of use from their settings: the recipients of
+// --age-recipients / DIRECTOR_AGE_RECIPIENTS (none when it is not set: a
+// plaintext snapshot, which a remote store refuses) and the identity of
+// --age-identity / DIRECTOR_AGE_IDENTITY.
+func loadKeys(c *cli.Context, use keyUse) (rs []age.Recipient, ids []age.Identity, err error) {
+	if s := c.String("age-recipients"); use&useRecipients != 0 && s != "" {
+		if rs, err = encrypt.ParseRecipients(s); err != nil {
+			return nil, nil, err
+		}
+	}
+	if p := c.String("age-identity"); use&useIdentity != 0 && p != "" {
+		if ids, err = encrypt.LoadIdentities(p); err != nil {
+			return nil, nil, err
+		}
+	}
+	return rs, ids, nil
 }
 
 // keyResult is the --json output of key commands.

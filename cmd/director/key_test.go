@@ -11,6 +11,8 @@ import (
 
 	"director/encrypt"
 	"director/errcode"
+	"director/internal/testsite"
+	"director/workflows"
 )
 
 func runDirector(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -180,5 +182,157 @@ func TestKeyGenerateToStdout(t *testing.T) {
 	if code != errcode.ExitUsage || json.Unmarshal([]byte(out), &fail) != nil || fail.Error.Code != errcode.InvalidInput ||
 		strings.Contains(out+errOut, "AGE-SECRET-KEY") {
 		t.Errorf("--json --out -: exit %d, %s %s", code, out, errOut)
+	}
+}
+
+// TestKeySettingsStopOnlyCommandsThatUseThem: a bad DIRECTOR_AGE_IDENTITY or
+// DIRECTOR_AGE_RECIPIENTS stops the commands that use that key, with its
+// code, and no other: profile list failed with decrypt_failed under an
+// identity file that did not exist, and with invalid_input under a
+// malformed recipient. A snapshot stopped by its recipients stores
+// nothing.
+func TestKeySettingsStopOnlyCommandsThatUseThem(t *testing.T) {
+	home := withProfile(t)
+	d := func(args ...string) (int, string, string) {
+		return runDirector(t, append([]string{"--home", home, "--json"}, args...)...)
+	}
+	// A plaintext snapshot: restore, verify, prune and rebuild need no key.
+	if code, _, errOut := d("profile", "snapshot", "work"); code != 0 {
+		t.Fatalf("snapshot: %d %s", code, errOut)
+	}
+	keys := t.TempDir()
+	id := filepath.Join(keys, "id.txt")
+	if code, _, errOut := d("key", "generate", "--out", id); code != 0 {
+		t.Fatalf("key generate: %d %s", code, errOut)
+	}
+	settings := []struct {
+		name, env, value string
+		uses             keyUse // the commands it stops
+		code             errcode.Code
+	}{
+		{"identity file missing", encrypt.EnvIdentity, filepath.Join(keys, "nope.txt"), useIdentity, errcode.DecryptFailed},
+		{"identity is a directory", encrypt.EnvIdentity, keys, useIdentity, errcode.DecryptFailed},
+		{"malformed recipient", encrypt.EnvRecipients, "age1bogus", useRecipients, errcode.InvalidInput},
+		{"identity file as recipients", encrypt.EnvRecipients, id, useRecipients, errcode.InvalidInput},
+	}
+	commands := []struct {
+		args []string
+		uses keyUse
+	}{
+		{[]string{"profile", "list"}, noKeys},
+		{[]string{"profile", "snapshots"}, noKeys},
+		{[]string{"profile", "snapshots", "work"}, noKeys},
+		{[]string{"profile", "path", "work"}, noKeys},
+		{[]string{"profile", "create", "other"}, noKeys},
+		{[]string{"profile", "delete", "other", "--with-snapshots"}, noKeys},
+		{[]string{"audit"}, noKeys},
+		{[]string{"store", "check"}, noKeys},
+		{[]string{"profile", "snapshot", "work"}, useRecipients},
+		{[]string{"profile", "restore", "work", "latest"}, useIdentity},
+		{[]string{"profile", "verify", "work"}, useIdentity},
+		{[]string{"profile", "prune", "work", "--keep-last", "100"}, useIdentity},
+		{[]string{"catalog", "rebuild"}, useIdentity},
+	}
+	for _, s := range settings {
+		t.Run(s.name, func(t *testing.T) {
+			t.Setenv(s.env, s.value)
+			for _, c := range commands {
+				stored := strings.Join(tree(t, filepath.Join(home, "snapshots")), " ")
+				code, out, errOut := d(c.args...)
+				if c.uses&s.uses == 0 {
+					if code != 0 {
+						t.Errorf("%s=%s %q uses no such key: exit %d, %s %s", s.env, s.value, c.args, code, out, errOut)
+					}
+					continue
+				}
+				e, _ := decodeJSON(t, out)["error"].(map[string]any)
+				if code != errcode.ExitStatus(errcode.New(s.code, "")) || e["code"] != string(s.code) {
+					t.Errorf("%s=%s %q: exit %d, %s\nwant %s", s.env, s.value, c.args, code, out, s.code)
+				}
+				if after := strings.Join(tree(t, filepath.Join(home, "snapshots")), " "); after != stored {
+					t.Errorf("%s=%s %q failed but changed the store from [%s] to [%s]", s.env, s.value, c.args, stored, after)
+				}
+			}
+		})
+	}
+}
+
+// TestRunKeys: a run loads the identity only when it restores a snapshot
+// and the recipients only when it may snapshot (by its policy or a step).
+func TestRunKeys(t *testing.T) {
+	cases := []struct {
+		name, src string
+		want      keyUse
+	}{
+		{"neither", "restore: none\nsnapshot: never\nsteps:\n  - navigate: http://127.0.0.1:1/\n", noKeys},
+		{"restore latest", "snapshot: never\nsteps:\n  - navigate: http://127.0.0.1:1/\n", useIdentity},
+		{"restore by id", "restore: work-20261101T000000Z-abcd\nsnapshot: never\nsteps:\n  - navigate: http://127.0.0.1:1/\n", useIdentity},
+		{"snapshot on success", "restore: none\nsteps:\n  - navigate: http://127.0.0.1:1/\n", useRecipients},
+		{"snapshot step", "restore: none\nsnapshot: never\nsteps:\n  - navigate: http://127.0.0.1:1/\n  - snapshot: {}\n", useRecipients},
+		{"both", "steps:\n  - navigate: http://127.0.0.1:1/\n", useIdentity | useRecipients},
+		{"incognito", "profile: null\nsteps:\n  - navigate: http://127.0.0.1:1/\n", noKeys},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := "name: x\n" + c.src
+			if !strings.Contains(src, "profile:") {
+				src = "name: x\nprofile: work\n" + c.src
+			}
+			w, err := workflows.Load(writeWF(t, t.TempDir(), "w.yaml", src), workflows.LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := runKeys(w); got != c.want {
+				t.Errorf("runKeys = %b, want %b", got, c.want)
+			}
+		})
+	}
+}
+
+// TestRunKeySettings: a run that neither restores nor snapshots runs
+// whatever the key settings hold; one that restores is stopped by a bad
+// identity, and one that snapshots by bad recipients, before Chrome starts.
+func TestRunKeySettings(t *testing.T) {
+	needChrome(t)
+	home := cliEnv(t)
+	site := testsite.New(t)
+	dir := t.TempDir()
+	wf := func(name, policy string) string {
+		return writeWF(t, dir, name+".yaml", "name: "+name+"\nprofile: "+name+"\n"+policy+"steps:\n  - navigate: "+site.At("/")+"\n")
+	}
+	missing := filepath.Join(dir, "nope.txt")
+	cases := []struct {
+		name, file string
+		env        map[string]string
+		code       errcode.Code // "" for success
+	}{
+		{"plain", wf("plain", "restore: none\nsnapshot: never\n"),
+			map[string]string{encrypt.EnvIdentity: missing, encrypt.EnvRecipients: "age1bogus"}, ""},
+		{"restore", wf("restore", "restore: latest\nsnapshot: never\n"),
+			map[string]string{encrypt.EnvIdentity: missing}, errcode.DecryptFailed},
+		{"snapshot", wf("snapshot", "restore: none\nsnapshot: always\n"),
+			map[string]string{encrypt.EnvRecipients: "age1bogus"}, errcode.InvalidInput},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			code, out, errOut := runDirector(t, "--home", home, "--json", "run", c.file)
+			m := firstJSON(t, out)
+			if c.code == "" {
+				if code != 0 || m["status"] != "ok" {
+					t.Errorf("exit %d: %s %s", code, out, errOut)
+				}
+				return
+			}
+			e, _ := m["error"].(map[string]any)
+			if code != errcode.ExitStatus(errcode.New(c.code, "")) || e["code"] != string(c.code) {
+				t.Errorf("exit %d: %s\nwant %s", code, out, c.code)
+			}
+			if _, err := os.Stat(filepath.Join(home, "browser-profiles", c.name)); err == nil {
+				t.Errorf("the refused run created its profile")
+			}
+		})
 	}
 }

@@ -52,7 +52,11 @@ func profileOpenCommand() *cli.Command {
 			&cli.BoolFlag{Name: "headless", Usage: "run without a window (for scripts: close with Enter or end of input)"},
 			&cli.DurationFlag{Name: "close-timeout", Value: launcher.DefaultCloseTimeout, Usage: "wait up to `DURATION` for Chrome to exit before killing it"},
 		},
-		Action: withManager(checkOpen, profileOpen),
+		Action: func(c *cli.Context) error {
+			// The recipients only for --snapshot: a login without one
+			// encrypts nothing.
+			return withManager(recipientsIf(c.Bool("snapshot")), checkOpen, profileOpen)(c)
+		},
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"director/catalog"
-	"director/encrypt"
 	"director/errcode"
 	"director/internal/bytesize"
 	"director/internal/progress"
@@ -44,11 +43,12 @@ func openCatalogIfExists(ctx context.Context, g *globals) (*catalog.DB, error) {
 }
 
 // newManager opens the store and the catalog and builds a profiles.Manager
-// from the global flags. It creates nothing: without a catalog yet,
-// m.Catalog is nil, and a command that writes opens one (openCatalog,
-// which creates the home and director.db) once it knows it has work to do.
-// The caller closes m.Catalog.
-func newManager(c *cli.Context) (*profiles.Manager, error) {
+// from the global flags, with the age keys of keys only (loadKeys), so that
+// the key settings stop no command that does not use them. It creates
+// nothing: without a catalog yet, m.Catalog is nil, and a command that
+// writes opens one (openCatalog, which creates the home and director.db)
+// once it knows it has work to do. The caller closes m.Catalog.
+func newManager(c *cli.Context, keys keyUse) (*profiles.Manager, error) {
 	g := getGlobals(c)
 	ctx := c.Context
 	maxSize, err := sizeSetting(c, "max-size", "DIRECTOR_MAX_SIZE", profiles.DefaultMaxSize)
@@ -104,15 +104,8 @@ func newManager(c *cli.Context) (*profiles.Manager, error) {
 	if m.Store, err = openStore(ctx, c, g); err != nil {
 		return fail(err)
 	}
-	if s := c.String("age-recipients"); s != "" {
-		if m.Recipients, err = encrypt.ParseRecipients(s); err != nil {
-			return fail(err)
-		}
-	}
-	if p := c.String("age-identity"); p != "" {
-		if m.Identities, err = encrypt.LoadIdentities(p); err != nil {
-			return fail(err)
-		}
+	if m.Recipients, m.Identities, err = loadKeys(c, keys); err != nil {
+		return fail(err)
 	}
 	if progress.Enabled(os.Stderr, g.Quiet, g.JSON) {
 		m.NewProgress = func(label string, total int64) profiles.Progress {
@@ -147,12 +140,12 @@ var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+`)
 // as it found it.
 type precheck func(c *cli.Context, m *profiles.Manager, fresh bool) error
 
-// withManager runs fn with a Manager and closes it afterwards; check, when
-// not nil, runs first (see precheck).
-func withManager(check precheck, fn func(c *cli.Context, g *globals, m *profiles.Manager) error) cli.ActionFunc {
+// withManager runs fn with a Manager that has the keys of keys, and closes
+// it afterwards; check, when not nil, runs first (see precheck).
+func withManager(keys keyUse, check precheck, fn func(c *cli.Context, g *globals, m *profiles.Manager) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		g := getGlobals(c)
-		m, err := newManager(c)
+		m, err := newManager(c, keys)
 		if err != nil {
 			return err
 		}
@@ -178,9 +171,9 @@ func withManager(check precheck, fn func(c *cli.Context, g *globals, m *profiles
 // withReadOnlyManager is withManager for commands that only read: without a
 // catalog yet, fn gets a Manager whose Catalog is nil, and nothing is
 // created (not the home, not director.db).
-func withReadOnlyManager(fn func(c *cli.Context, g *globals, m *profiles.Manager) error) cli.ActionFunc {
+func withReadOnlyManager(keys keyUse, fn func(c *cli.Context, g *globals, m *profiles.Manager) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		m, err := newManager(c)
+		m, err := newManager(c, keys)
 		if err != nil {
 			return err
 		}
@@ -205,7 +198,7 @@ func profileCommands() []*cli.Command {
 		{
 			Name: "create", Usage: "create an empty profile (a Chrome user-data-dir)", ArgsUsage: "NAME",
 			Description: "Creates <home>/browser-profiles/NAME (mode 0700). Log in with `director profile open NAME --snapshot`.",
-			Action: withManager(func(c *cli.Context, _ *profiles.Manager, _ bool) error {
+			Action: withManager(noKeys, func(c *cli.Context, _ *profiles.Manager, _ bool) error {
 				return profiles.ValidateName(c.Args().First())
 			}, func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				name, err := oneArg(c, "profile NAME")
@@ -223,7 +216,7 @@ func profileCommands() []*cli.Command {
 		},
 		{
 			Name: "list", Usage: "list local profiles with size, last snapshot, whether they are in use, and which hold a login no snapshot has",
-			Action: withReadOnlyManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+			Action: withReadOnlyManager(noKeys, func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				list, err := m.List(c.Context)
 				if err != nil {
 					return err
@@ -285,7 +278,7 @@ func profileCommands() []*cli.Command {
 				&cli.BoolFlag{Name: "with-snapshots", Usage: "also delete every snapshot of the profile from the store and the catalog"},
 				&cli.BoolFlag{Name: "force", Usage: "delete a profile that holds a login no snapshot has (after profile open without --snapshot)"},
 			},
-			Action: withManager(func(c *cli.Context, m *profiles.Manager, fresh bool) error {
+			Action: withManager(noKeys, func(c *cli.Context, m *profiles.Manager, fresh bool) error {
 				if !fresh {
 					return nil
 				}
@@ -326,7 +319,7 @@ func profileCommands() []*cli.Command {
 				&cli.StringSliceFlag{Name: "include", Usage: "re-include paths matching `GLOB` that an exclude matched (repeatable)"},
 				&cli.BoolFlag{Name: "no-default-excludes", Usage: "do not apply the default excludes"},
 			},
-			Action: withManager(func(c *cli.Context, m *profiles.Manager, fresh bool) error {
+			Action: withManager(useRecipients, func(c *cli.Context, m *profiles.Manager, fresh bool) error {
 				if !fresh {
 					return nil
 				}
@@ -358,7 +351,7 @@ func profileCommands() []*cli.Command {
 				&cli.StringFlag{Name: "archive", Usage: "restore from this local archive `FILE` instead of the store"},
 				&cli.BoolFlag{Name: "force", Usage: "restore a snapshot written by a newer Chrome than the local one, or one older than a login the profile holds that no snapshot has (from profile open without --snapshot)"},
 			},
-			Action: withManager(func(c *cli.Context, m *profiles.Manager, fresh bool) error {
+			Action: withManager(useIdentity, func(c *cli.Context, m *profiles.Manager, fresh bool) error {
 				if c.NArg() < 1 || c.NArg() > 2 {
 					return errcode.New(errcode.InvalidInput, "profile restore expects NAME [ID|latest]").WithHint("usage: director profile restore NAME [ID|latest] [--archive FILE]")
 				}
@@ -393,7 +386,7 @@ func profileCommands() []*cli.Command {
 		},
 		{
 			Name: "snapshots", Usage: "list the snapshots the catalog records in the store (--store), newest first", ArgsUsage: "[NAME]",
-			Action: withReadOnlyManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+			Action: withReadOnlyManager(noKeys, func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				var list []catalog.Snapshot
 				if name := c.Args().First(); m.Catalog == nil && name != "" {
 					// No catalog yet: nothing to list, but a bad name is still refused.
@@ -434,7 +427,7 @@ func profileCommands() []*cli.Command {
 			Description: "Reads the archive from the store and checks its sha256 and every file against the stored manifest;\n" +
 				"it restores nothing. Without a catalog (a new home, or a machine that shares the store) it finds the\n" +
 				"snapshot from the store's manifests and creates neither the home nor the catalog.",
-			Action: withReadOnlyManager(func(c *cli.Context, g *globals, m *profiles.Manager) error {
+			Action: withReadOnlyManager(useIdentity, func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				if c.NArg() < 1 || c.NArg() > 2 {
 					return errcode.New(errcode.InvalidInput, "profile verify expects NAME [ID|latest]").WithHint("usage: director profile verify NAME [ID|latest]")
 				}
@@ -460,7 +453,7 @@ func profileCommands() []*cli.Command {
 				&cli.IntFlag{Name: "keep-last", Usage: "keep the newest `N` snapshots (at least 1)", Required: true},
 				&cli.DurationFlag{Name: "keep-within", Usage: "also keep snapshots younger than `DURATION` (e.g. 168h)"},
 			},
-			Action: withManager(func(c *cli.Context, m *profiles.Manager, fresh bool) error {
+			Action: withManager(useIdentity, func(c *cli.Context, m *profiles.Manager, fresh bool) error {
 				if c.Int("keep-last") < 1 {
 					if err := profiles.ValidateName(c.Args().First()); err != nil {
 						return err

@@ -173,7 +173,7 @@ func runWorkflow(c *cli.Context) error {
 		defer cat.Close()
 		r.Catalog = cat
 	} else {
-		m, err := newManager(c)
+		m, err := newManager(c, runKeys(w))
 		if err != nil {
 			return err
 		}
@@ -245,6 +245,19 @@ type runOutput struct {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// runKeys are the keys a run of w uses: the identity when it restores a
+// snapshot, the recipients when it may snapshot (by its policy or a step).
+func runKeys(w *workflows.Workflow) keyUse {
+	keys := noKeys
+	if w.Restore != workflows.RestoreNone {
+		keys |= useIdentity
+	}
+	if w.MaySnapshot() {
+		keys |= useRecipients
+	}
+	return keys
+}
 
 func hasScreenshots(w *workflows.Workflow) bool {
 	for _, st := range w.Steps {
