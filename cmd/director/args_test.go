@@ -399,7 +399,7 @@ func TestEveryErrorHasCodeAndHint(t *testing.T) {
 		{"bad --var", []string{"run", badWF, "--var", "novalue"}, 2, "invalid_input"},
 		{"audit --limit -1", []string{"audit", "--limit", "-1"}, 2, "invalid_input"},
 		{"key recipient without identity", []string{"key", "recipient"}, 2, "invalid_input"},
-		{"key recipient of public keys", []string{"key", "recipient", pub}, 1, "decrypt_failed"},
+		{"key recipient of public keys", []string{"key", "recipient", pub}, 2, "invalid_input"},
 		{"bad age recipient", []string{"--age-recipients", "age1nope", "profile", "snapshot", "work"}, 2, "invalid_input"},
 		{"store check extra", []string{"store", "check", "x"}, 2, "invalid_input"},
 	}

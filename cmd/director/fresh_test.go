@@ -90,7 +90,7 @@ func TestFailingCommandsLeaveFreshHome(t *testing.T) {
 		{"run restoring a missing snapshot", []string{"run", missingID}, 1},
 		{"run restoring a missing snapshot, with a screenshot", []string{"run", missingIDShot}, 1},
 		{"key recipient without an identity", []string{"key", "recipient"}, 2},
-		{"key recipient of a missing file", []string{"key", "recipient", filepath.Join(dir, "no-key.txt")}, 1},
+		{"key recipient of a missing file", []string{"key", "recipient", filepath.Join(dir, "no-key.txt")}, 2},
 		{"store check without credentials", []string{"--store", unreachable, "store", "check"}, 2},
 	}
 	for _, c := range cases {

@@ -176,7 +176,15 @@ func keyRecipient(c *cli.Context) error {
 		return errcode.New(errcode.InvalidInput, "key recipient needs an identity file").
 			WithHint("give it as FILE, or set DIRECTOR_AGE_IDENTITY (--age-identity); create one with: `director key generate`")
 	}
-	ids, err := encrypt.LoadIdentities(path)
+	// A FILE argument is read for its public keys alone: what is wrong
+	// with it is invalid input, said of that file. The identity setting
+	// is the one every command that decrypts reads: its errors are the
+	// same here as there.
+	load := encrypt.LoadIdentities
+	if c.NArg() == 1 {
+		load = encrypt.LoadIdentityFile
+	}
+	ids, err := load(path)
 	if err != nil {
 		return err
 	}
@@ -188,7 +196,7 @@ func keyRecipient(c *cli.Context) error {
 	}
 	if len(res.Recipients) == 0 {
 		return errcode.New(errcode.InvalidInput, "%s holds no identity with a public key", path).
-			WithHint("generate one with: `director key generate`")
+			WithHint("give an identity file whose AGE-SECRET-KEY-1… (or AGE-SECRET-KEY-PQ-1…) line is not commented out with #")
 	}
 	g.emit(res, func(w io.Writer) {
 		for _, r := range res.Recipients {

@@ -113,9 +113,11 @@ func TestKeyRecipientNeedsIdentity(t *testing.T) {
 	}
 }
 
-// TestKeyRecipientOfTheWrongFile: a file that is not an identity is named
-// as such (decrypt_failed, like every unusable identity), never with a
-// chmod hint, whatever its mode.
+// TestKeyRecipientOfTheWrongFile: a FILE argument that is not an identity
+// is invalid input (exit 2), named as such, with a hint about that file:
+// never decrypt_failed with a hint about DIRECTOR_AGE_IDENTITY or the key
+// a snapshot was encrypted to (no snapshot is involved), nor a chmod hint,
+// whatever its mode.
 func TestKeyRecipientOfTheWrongFile(t *testing.T) {
 	t.Setenv(encrypt.EnvIdentity, "")
 	home := t.TempDir()
@@ -128,13 +130,15 @@ func TestKeyRecipientOfTheWrongFile(t *testing.T) {
 	if err := os.WriteFile(recips, []byte(pub), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	missing := filepath.Join(home, "nope.txt")
 	cases := []struct {
 		name, file string
 		msg, hint  string
 	}{
-		{"recipients file", recips, "is not an age identity: it holds age1… public keys", "only public keys"},
-		{"/etc/passwd", "/etc/passwd", "is not an age identity", encrypt.EnvIdentity},
-		{"a directory", home, "cannot read the age identity file", encrypt.EnvIdentity},
+		{"recipients file", recips, "is not an age identity: it holds age1… public keys", "public keys already"},
+		{"/etc/passwd", "/etc/passwd", "is not an age identity", "give the path of an age identity file"},
+		{"a directory", home, "cannot read the age identity file", "give the path of an age identity file"},
+		{"a missing file", missing, "does not exist", "`director --home " + home + " key generate --out " + missing + "`"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -143,9 +147,12 @@ func TestKeyRecipientOfTheWrongFile(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &res); err != nil {
 				t.Fatalf("not one JSON object: %v\n%s", err, out)
 			}
-			if code != errcode.ExitFailure || res.Error.Code != errcode.DecryptFailed || !strings.Contains(res.Error.Message, c.msg) ||
-				!strings.Contains(res.Error.Hint, c.hint) || strings.Contains(res.Error.Hint, "chmod") {
-				t.Errorf("exit %d: %+v; want exit 1, decrypt_failed, ~%q, hint ~%q without chmod", code, res.Error, c.msg, c.hint)
+			h := res.Error.Hint
+			if code != errcode.ExitUsage || res.Error.Code != errcode.InvalidInput || !strings.Contains(res.Error.Message, c.file) ||
+				!strings.Contains(res.Error.Message, c.msg) || !strings.Contains(h, c.hint) ||
+				strings.Contains(h, "chmod") || strings.Contains(h, encrypt.EnvIdentity) || strings.Contains(h, "snapshot") {
+				t.Errorf("exit %d: %+v; want exit 2, invalid_input naming %s, ~%q, hint ~%q without chmod, %s or snapshots",
+					code, res.Error, c.file, c.msg, c.hint, encrypt.EnvIdentity)
 			}
 		})
 	}
