@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"filippo.io/age"
@@ -26,7 +29,8 @@ func encryptionFlags() []cli.Flag {
 		setting(&cli.StringFlag{
 			Name:    "age-identity",
 			EnvVars: []string{encrypt.EnvIdentity},
-			Usage:   "age identity `FILE` (secret key, mode 0600) that decrypts snapshots on restore, verify, prune and catalog rebuild",
+			Usage: "age identity `FILE` (secret key, mode 0600) that decrypts snapshots on restore, verify, prune and catalog rebuild " +
+				"(default <home>/" + identityFileName + ", where key generate writes it, when that file exists)",
 		}),
 	}
 }
@@ -55,19 +59,53 @@ func recipientsIf(on bool) keyUse {
 // loadKeys reads the keys of use from their settings: the recipients of
 // --age-recipients / DIRECTOR_AGE_RECIPIENTS (none when it is not set: a
 // plaintext snapshot, which a remote store refuses) and the identity of
-// --age-identity / DIRECTOR_AGE_IDENTITY.
+// identityPath (none when there is none).
 func loadKeys(c *cli.Context, use keyUse) (rs []age.Recipient, ids []age.Identity, err error) {
 	if s := c.String("age-recipients"); use&useRecipients != 0 && s != "" {
 		if rs, err = encrypt.ParseRecipients(s); err != nil {
 			return nil, nil, err
 		}
 	}
-	if p := c.String("age-identity"); use&useIdentity != 0 && p != "" {
-		if ids, err = encrypt.LoadIdentities(p); err != nil {
+	if path, isDefault := identityPath(c); use&useIdentity != 0 && path != "" {
+		if ids, err = loadIdentity(path, isDefault); err != nil {
 			return nil, nil, err
 		}
 	}
 	return rs, ids, nil
+}
+
+// identityFileName is the identity's file in the home: where `key
+// generate` writes it, and the identity of every command that decrypts
+// (and of key recipient) when --age-identity / DIRECTOR_AGE_IDENTITY is not
+// set.
+const identityFileName = "age-identity.txt"
+
+// identityPath is the identity file the commands use: the one
+// --age-identity / DIRECTOR_AGE_IDENTITY names, or, when that is not set,
+// <home>/age-identity.txt if it is there (isDefault); "" when there is
+// neither. An identity setting that names a file that is not there is
+// returned as it is, for the error to say so: another identity in its
+// place could not decrypt what was encrypted to the one it names.
+func identityPath(c *cli.Context) (path string, isDefault bool) {
+	if p := c.String("age-identity"); p != "" {
+		return p, false
+	}
+	p := filepath.Join(getGlobals(c).Home, identityFileName)
+	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		return "", false
+	}
+	return p, true
+}
+
+// loadIdentity loads the identity file at path, from identityPath; the
+// errors of the default one say why that file was read.
+func loadIdentity(path string, isDefault bool) ([]age.Identity, error) {
+	ids, err := encrypt.LoadIdentities(path)
+	if err != nil && isDefault {
+		return nil, errcode.Hinted(err, errcode.Of(err), errcode.HintOf(err),
+			"%s / %s is not set, so the identity is the default one", encrypt.EnvIdentity, encrypt.FlagIdentity)
+	}
+	return ids, err
 }
 
 // keyResult is the --json output of key commands.
@@ -98,7 +136,8 @@ func keyCommands() []*cli.Command {
 				Name:      "recipient",
 				Usage:     "print the public key(s) of an identity file",
 				ArgsUsage: "[FILE]",
-				Description: "FILE defaults to --age-identity / " + encrypt.EnvIdentity + ". Use it to set " +
+				Description: "FILE defaults to --age-identity / " + encrypt.EnvIdentity + ", else to <home>/" + identityFileName +
+					" (where key generate writes it), the identity the commands that decrypt use. Use it to set " +
 					encrypt.EnvRecipients + " on a snapshot-only host.",
 				Action: keyRecipient,
 			},
@@ -117,7 +156,7 @@ func keyGenerate(c *cli.Context) error {
 		return keyGenerateToStdout(g)
 	}
 	if out == "" {
-		out = filepath.Join(g.Home, "age-identity.txt")
+		out = filepath.Join(g.Home, identityFileName)
 	}
 	abs, err := filepath.Abs(out)
 	if err != nil {
@@ -139,6 +178,17 @@ func keyGenerate(c *cli.Context) error {
 		fmt.Fprintf(w, "  export %s=%s\n", encrypt.EnvRecipients, rcpt)
 		fmt.Fprintf(w, "On every machine that restores (copy the file there, mode 0600):\n")
 		fmt.Fprintf(w, "  export %s=%s\n", encrypt.EnvIdentity, abs)
+		// Which identity this machine decrypts with now.
+		path, isDefault := identityPath(c)
+		if path != "" {
+			path, _ = filepath.Abs(path)
+		}
+		switch {
+		case path == abs && isDefault:
+			fmt.Fprintf(w, "This machine needs no export: with %s not set, director reads <home>/%s.\n", encrypt.EnvIdentity, identityFileName)
+		case path != "" && path != abs:
+			fmt.Fprintf(w, "Until %s names the new file, this machine decrypts with %s.\n", encrypt.EnvIdentity, path)
+		}
 	})
 	return nil
 }
@@ -163,28 +213,30 @@ func keyGenerateToStdout(g *globals) error {
 
 func keyRecipient(c *cli.Context) error {
 	g := getGlobals(c)
-	path := c.String("age-identity")
+	var path string
+	var ids []age.Identity
+	var err error
 	switch c.NArg() {
 	case 0:
+		// The identity the commands that decrypt use, with the same
+		// errors as there.
+		var isDefault bool
+		if path, isDefault = identityPath(c); path == "" {
+			return errcode.New(errcode.InvalidInput, "key recipient needs an identity file: no FILE, %s (--age-identity) is not set, and there is no %s",
+				encrypt.EnvIdentity, filepath.Join(g.Home, identityFileName)).
+				WithHint("create one with: `director key generate` (it writes %s, which key recipient and restore then use), or give an identity file as FILE or in %s",
+					identityFileName, encrypt.EnvIdentity)
+		}
+		ids, err = loadIdentity(path, isDefault)
 	case 1:
+		// A FILE argument is read for its public keys alone: what is
+		// wrong with it is invalid input, said of that file.
 		path = c.Args().First()
+		ids, err = encrypt.LoadIdentityFile(path)
 	default:
 		return errcode.New(errcode.InvalidInput, "key recipient takes at most one FILE, got %d arguments", c.NArg()).
 			WithHint("usage: director key recipient [FILE]")
 	}
-	if path == "" {
-		return errcode.New(errcode.InvalidInput, "key recipient needs an identity file").
-			WithHint("give it as FILE, or set DIRECTOR_AGE_IDENTITY (--age-identity); create one with: `director key generate`")
-	}
-	// A FILE argument is read for its public keys alone: what is wrong
-	// with it is invalid input, said of that file. The identity setting
-	// is the one every command that decrypts reads: its errors are the
-	// same here as there.
-	load := encrypt.LoadIdentities
-	if c.NArg() == 1 {
-		load = encrypt.LoadIdentityFile
-	}
-	ids, err := load(path)
 	if err != nil {
 		return err
 	}

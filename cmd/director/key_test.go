@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -39,7 +41,7 @@ func TestKeyGenerate(t *testing.T) {
 	if st.Mode().Perm() != 0o600 {
 		t.Errorf("identity mode %o, want 600", st.Mode().Perm())
 	}
-	for _, want := range []string{"export DIRECTOR_AGE_RECIPIENTS=age1", "export DIRECTOR_AGE_IDENTITY=" + idPath} {
+	for _, want := range []string{"export DIRECTOR_AGE_RECIPIENTS=age1", "export DIRECTOR_AGE_IDENTITY=" + idPath, "This machine needs no export"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -342,4 +344,123 @@ func TestRunKeySettings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pasteHint runs the one director command that hint gives in backticks,
+// split into words as sh splits it, as a person pasting it would.
+func pasteHint(t *testing.T, hint string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmds := regexp.MustCompile("`(director [^`]*)`").FindAllStringSubmatch(hint, -1)
+	if len(cmds) != 1 {
+		t.Fatalf("hint %q gives %d commands, want one to paste", hint, len(cmds))
+	}
+	out, err := exec.Command("sh", "-c", "set -- "+cmds[0][1]+"; shift; printf '%s\\0' \"$@\"").Output()
+	if err != nil {
+		t.Fatalf("sh cannot read %s: %v", cmds[0][1], err)
+	}
+	return runDirector(t, strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")...)
+}
+
+// TestKeyHintChainsEndInSuccess: the command that key recipient's hint
+// gives, pasted as written, makes key recipient work. Without an identity
+// it said `director key generate`, which writes <home>/age-identity.txt,
+// a file key recipient never read; with DIRECTOR_AGE_IDENTITY or FILE
+// naming a file that is not there, it wrote that same file elsewhere. Each
+// chain runs with the home and store by default, by flags and by
+// environment.
+func TestKeyHintChainsEndInSuccess(t *testing.T) {
+	cases := []struct {
+		name string
+		args func(dir string) []string // the command, after setting up in dir
+		code errcode.Code
+	}{
+		{"no identity anywhere", func(string) []string { return []string{"key", "recipient"} }, errcode.InvalidInput},
+		{"the identity setting names a missing file", func(dir string) []string {
+			t.Setenv(encrypt.EnvIdentity, filepath.Join(dir, "it's keys", "id.txt"))
+			return []string{"key", "recipient"}
+		}, errcode.DecryptFailed},
+		{"FILE does not exist", func(dir string) []string {
+			return []string{"key", "recipient", filepath.Join(dir, "my keys", "id.txt")}
+		}, errcode.InvalidInput},
+	}
+	for _, mode := range []hintMode{byDefault, byFlags, byEnv} {
+		for _, c := range cases {
+			t.Run(mode.String()+"/"+c.name, func(t *testing.T) {
+				s := newHintSetup(t, mode, "")
+				args := c.args(t.TempDir())
+				code, out, _ := s.run(append([]string{"--json"}, args...)...)
+				var res errorJSON
+				if err := json.Unmarshal([]byte(out), &res); err != nil || code == 0 || res.Error.Code != c.code {
+					t.Fatalf("%q: exit %d, %s; want %s", args, code, out, c.code)
+				}
+				code, out, errOut := pasteHint(t, res.Error.Hint)
+				if code != 0 {
+					t.Fatalf("the hint's command (%s): exit %d, %s %s", res.Error.Hint, code, out, errOut)
+				}
+				code, out, errOut = s.run(args...)
+				if code != 0 || !strings.HasPrefix(out, "age1") {
+					t.Errorf("%q after the hint's command: exit %d, %q %s", args, code, out, errOut)
+				}
+			})
+		}
+	}
+}
+
+// TestDefaultIdentity: with DIRECTOR_AGE_IDENTITY not set, the commands
+// that decrypt use <home>/age-identity.txt, where `key generate` writes
+// it, and key recipient prints its public key; an unusable one is
+// reported as the default identity; the setting, when set, is the
+// identity, even when the default file is there.
+func TestDefaultIdentity(t *testing.T) {
+	home := withProfile(t)
+	d := func(args ...string) (int, string, string) {
+		return runDirector(t, append([]string{"--home", home}, args...)...)
+	}
+	code, out, errOut := d("--json", "key", "generate")
+	if code != 0 {
+		t.Fatalf("key generate: %d %s", code, errOut)
+	}
+	rcpt := decodeJSON(t, out)["recipients"].([]any)[0].(string)
+	if code, out, _ := d("key", "recipient"); code != 0 || strings.TrimSpace(out) != rcpt {
+		t.Errorf("key recipient: exit %d, %q; want %s", code, out, rcpt)
+	}
+	if code, _, errOut := d("--age-recipients", rcpt, "profile", "snapshot", "work"); code != 0 {
+		t.Fatalf("snapshot: %d %s", code, errOut)
+	}
+	other := filepath.Join(t.TempDir(), "other.txt")
+	if code, _, errOut := d("key", "generate", "--out", other); code != 0 {
+		t.Fatalf("key generate --out: %d %s", code, errOut)
+	}
+	decrypting := [][]string{
+		{"profile", "verify", "work"},
+		{"profile", "restore", "work", "latest"},
+		{"profile", "prune", "work", "--keep-last", "5"},
+		{"catalog", "rebuild"},
+	}
+	for _, args := range decrypting {
+		if code, out, errOut := d(args...); code != 0 {
+			t.Errorf("%q with the default identity: exit %d, %s %s", args, code, out, errOut)
+		}
+	}
+	t.Run("the setting wins", func(t *testing.T) {
+		t.Setenv(encrypt.EnvIdentity, other)
+		if code, out, _ := d("--json", "profile", "verify", "work"); code != errcode.ExitFailure || decodeJSON(t, out)["error"].(map[string]any)["code"] != "decrypt_failed" {
+			t.Errorf("verify with another identity set: exit %d, %s; want decrypt_failed", code, out)
+		}
+	})
+	t.Run("an unusable default", func(t *testing.T) {
+		if err := os.Chmod(filepath.Join(home, "age-identity.txt"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range append(decrypting, []string{"key", "recipient"}) {
+			code, _, errOut := d(args...)
+			if code != errcode.ExitFailure || !strings.Contains(errOut, "[decrypt_failed]") || !strings.Contains(errOut, "the default one") ||
+				!strings.Contains(errOut, "chmod 600") {
+				t.Errorf("%q with a default identity others can read: exit %d, %s; want decrypt_failed naming the default identity, with chmod 600", args, code, errOut)
+			}
+		}
+		if code, _, errOut := d("profile", "list"); code != 0 {
+			t.Errorf("profile list: exit %d %s", code, errOut)
+		}
+	})
 }
