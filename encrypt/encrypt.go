@@ -145,7 +145,7 @@ func readKeyFile(path string) ([]byte, error) {
 // or write. Its errors are decrypt_failed, with hints that name the
 // setting.
 func LoadIdentities(path string) ([]age.Identity, error) {
-	return loadIdentities(path, forDecryption)
+	return loadIdentities(path, forDecryption())
 }
 
 // LoadIdentityFile reads an age identity file given as a command's FILE
@@ -153,7 +153,7 @@ func LoadIdentities(path string) ([]age.Identity, error) {
 // LoadIdentities does. Nothing is decrypted and no setting is involved: its
 // errors are invalid_input, and their hints speak of that file alone.
 func LoadIdentityFile(path string) ([]age.Identity, error) {
-	return loadIdentities(path, forArgument)
+	return loadIdentities(path, forArgument())
 }
 
 // identityUse is why an identity file is read, which decides the code of
@@ -165,22 +165,28 @@ type identityUse struct {
 	recipients string                   // it holds age1… public keys
 }
 
-var forDecryption = identityUse{
-	code:    errcode.DecryptFailed,
-	missing: missingIdentityHint,
-	wrong:   identityHint,
-	recipients: "it holds only public keys, which encrypt but cannot decrypt: give the identity file (the secret key, from `director key generate`) " +
-		"that they belong to; a recipients file goes in " + EnvRecipients,
+// forDecryption is the identityUse of LoadIdentities.
+func forDecryption() identityUse {
+	return identityUse{
+		code:    errcode.DecryptFailed,
+		missing: missingIdentityHint,
+		wrong:   identityHint,
+		recipients: "it holds only public keys, which encrypt but cannot decrypt: give the identity file (the secret key, from `director key generate`) " +
+			"that they belong to; a recipients file goes in " + EnvRecipients,
+	}
 }
 
-var forArgument = identityUse{
-	code: errcode.InvalidInput,
-	missing: func(path string) string {
-		return "check the path; to make a new identity in that file: `director key generate --out " + shellquote.Quote(path) + "`"
-	},
-	wrong: "give the path of an age identity file: one that holds an " + secretPrefix + "… line (key generate and age-keygen write such files)",
-	recipients: "these are public keys already, what key recipient would print: use them as they are (in " + EnvRecipients +
-		"), or give the identity file they belong to",
+// forArgument is the identityUse of LoadIdentityFile.
+func forArgument() identityUse {
+	return identityUse{
+		code: errcode.InvalidInput,
+		missing: func(path string) string {
+			return "check the path; to make a new identity in that file: `director key generate --out " + shellquote.Quote(path) + "`"
+		},
+		wrong: "give the path of an age identity file: one that holds an " + secretPrefix + "… line (key generate and age-keygen write such files)",
+		recipients: "these are public keys already, what key recipient would print: use them as they are (in " + EnvRecipients +
+			"), or give the identity file they belong to",
+	}
 }
 
 func loadIdentities(path string, use identityUse) ([]age.Identity, error) {

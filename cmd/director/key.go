@@ -13,6 +13,7 @@ import (
 
 	"director/encrypt"
 	"director/errcode"
+	"director/internal/shellquote"
 )
 
 // encryptionFlags are the age settings, each with its environment variable:
@@ -177,7 +178,7 @@ func keyGenerate(c *cli.Context) error {
 		fmt.Fprintf(w, "On every machine that snapshots (no secret needed there):\n")
 		fmt.Fprintf(w, "  export %s=%s\n", encrypt.EnvRecipients, rcpt)
 		fmt.Fprintf(w, "On every machine that restores (copy the file there, mode 0600):\n")
-		fmt.Fprintf(w, "  export %s=%s\n", encrypt.EnvIdentity, abs)
+		fmt.Fprintf(w, "  export %s=%s\n", encrypt.EnvIdentity, shellquote.Quote(abs))
 		// Which identity this machine decrypts with now.
 		path, isDefault := identityPath(c)
 		if path != "" {
