@@ -170,11 +170,17 @@ func misplacedKey(se *yaml.SyntaxError, data []byte, line int, msg string) (int,
 }
 
 type decoder struct {
-	file     string
-	opts     LoadOptions
-	vars     map[string]string
-	secrets  map[string]string // see Workflow.Redact
-	problems []Problem
+	file string
+	opts LoadOptions
+	vars map[string]string
+	// brokenVars are the vars the file gives a value that could not be
+	// resolved (an unset ${env.X}, a value that is not a string). Their
+	// problem is reported at their own line; a ${vars.NAME} that uses one
+	// fails without a second problem, which would say to define a var
+	// the file has.
+	brokenVars map[string]bool
+	secrets    map[string]string // see Workflow.Redact
+	problems   []Problem
 }
 
 func (d *decoder) add(line int, field, format string, args ...any) {
@@ -445,15 +451,25 @@ func (d *decoder) decode(data []byte) *Workflow {
 					d.add(v.line, f, "variable names are letters, digits and _, starting with a letter or _")
 					continue
 				}
-				if s, ok := d.str(v.val, f, v.line, false); ok {
-					if _, given := d.opts.Vars[v.key]; given {
-						continue // --var replaces it: its ${env.NAME} need not be set
-					}
-					// vars may pull from the environment, never from each other.
-					if s, ok = d.interpolateEnvOnly(s, f, lineOf(v.val, v.line)); ok {
-						d.vars[v.key] = s
-					}
+				if _, given := d.opts.Vars[v.key]; given {
+					// --var replaces it: its ${env.NAME} need not be set,
+					// but it must still be a string.
+					d.str(v.val, f, v.line, false)
+					continue
 				}
+				s, ok := d.str(v.val, f, v.line, false)
+				if ok {
+					// vars may pull from the environment, never from each other.
+					s, ok = d.interpolateEnvOnly(s, f, lineOf(v.val, v.line))
+				}
+				if !ok {
+					if d.brokenVars == nil {
+						d.brokenVars = map[string]bool{}
+					}
+					d.brokenVars[v.key] = true
+					continue
+				}
+				d.vars[v.key] = s
 			}
 		}
 	}
@@ -1093,6 +1109,24 @@ func (d *decoder) checkArtifactPath(p, field string, line int) {
 	}
 }
 
+// unsetEnv reports ${env.name} in field: unset, or empty when found. In a
+// var's value (not allowVars) it says that --var may give the var instead,
+// as the var is what needs the environment variable.
+func (d *decoder) unsetEnv(name string, found bool, field string, line int, allowVars bool) {
+	what := "is not set"
+	if found {
+		what = "is empty, which counts as not set"
+	}
+	p := Problem{File: d.file, Line: line, Field: field,
+		Msg:  fmt.Sprintf("${env.%s}: the environment variable %s %s: set it", name, name, what),
+		Hint: fmt.Sprintf("set the environment variable %s (export %s=VALUE) and run again", name, name)}
+	if varName, isVar := strings.CutPrefix(field, "vars."); isVar && !allowVars {
+		p.Msg += fmt.Sprintf(", or pass --var %s=VALUE", varName)
+		p.Hint = fmt.Sprintf("set the environment variable %s (export %s=VALUE) and run again, or give the var with --var %s=VALUE (which replaces vars.%s)", name, name, varName, varName)
+	}
+	d.problems = append(d.problems, p)
+}
+
 // interpolate replaces ${vars.X} and ${env.X}; $${ is a literal ${.
 func (d *decoder) interpolate(s, field string, line int) (string, bool) {
 	return d.expand(s, field, line, true)
@@ -1141,22 +1175,19 @@ func (d *decoder) expand(s, field string, line int, allowVars bool) (string, boo
 			}
 			v, found := d.vars[name]
 			if !found {
-				d.add(line, field, "${vars.%s} is not defined: add it under vars or pass --var %s=VALUE", name, name)
+				if !d.brokenVars[name] { // else its own line says what is wrong
+					d.add(line, field, "${vars.%s} is not defined: add it under vars or pass --var %s=VALUE", name, name)
+				}
 				ok = false
 				continue
 			}
 			b.WriteString(v)
 		case "env":
 			v, found := d.opts.LookupEnv(name)
-			if !found {
-				d.add(line, field, "${env.%s}: the environment variable %s is not set", name, name)
-				ok = false
-				continue
-			}
-			if v == "" {
+			if !found || v == "" {
 				// As for director's own variables, empty is unset: an env
 				// file's PASSWORD= would otherwise type an empty password.
-				d.add(line, field, "${env.%s}: the environment variable %s is empty, which counts as not set", name, name)
+				d.unsetEnv(name, found, field, line, allowVars)
 				ok = false
 				continue
 			}

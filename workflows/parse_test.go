@@ -373,3 +373,63 @@ func TestVarsOverrideSparesTheirEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestParseBrokenVarReportedOnce: a var whose value cannot be resolved (an
+// unset or empty ${env.X}, a value that is not a string) is one problem, at
+// the var's line, that says what to set; the steps that use the var are not
+// also told that it is not defined.
+func TestParseBrokenVarReportedOnce(t *testing.T) {
+	head := "name: x\nprofile: p\n"
+	cases := []struct {
+		name, src string
+		line      int
+		field     string
+		msg       string // the one problem's message holds it
+		hint      string // the error's hint holds it
+	}{
+		{"unset env, used in a type step",
+			head + "vars:\n  user: alice\n  password: ${env.DEMO_PASSWORD}\nsteps:\n  - type: {selector: '#u', text: '${vars.user}'}\n  - type: {selector: '#p', text: '${vars.password}'}\n",
+			5, "vars.password", "the environment variable DEMO_PASSWORD is not set: set it, or pass --var password=VALUE",
+			"set the environment variable DEMO_PASSWORD (export DEMO_PASSWORD=VALUE) and run again, or give the var with --var password=VALUE"},
+		{"empty env, used in a type step",
+			head + "vars:\n  password: ${env.EMPTY}\nsteps:\n  - type: {selector: '#p', text: '${vars.password}'}\n",
+			4, "vars.password", "EMPTY is empty, which counts as not set: set it, or pass --var password=VALUE", "or give the var with --var password=VALUE"},
+		{"unset env, used in login_check.url and steps",
+			head + "vars:\n  site: ${env.SITE}\nlogin_check:\n  url: ${vars.site}/account\n  logged_in_selector: '#a'\nsteps:\n  - navigate: ${vars.site}/login\n  - assert: {url: '${vars.site}/*'}\n",
+			4, "vars.site", "SITE is not set: set it, or pass --var site=VALUE", "--var site=VALUE (which replaces vars.site)"},
+		{"unset env, used as a duration",
+			head + "vars:\n  pause: ${env.PAUSE}\nsteps:\n  - sleep: ${vars.pause}\n  - click: '#a'\n    timeout: ${vars.pause}\n",
+			4, "vars.pause", "PAUSE is not set", "--var pause=VALUE"},
+		{"var not a string",
+			head + "vars:\n  site: [a]\nsteps:\n  - navigate: ${vars.site}/login\n",
+			4, "vars.site", "must be a string", "fix the workflow file"},
+		{"var that refers to a var",
+			head + "vars:\n  a: b\n  site: ${vars.a}\nsteps:\n  - navigate: ${vars.site}/login\n",
+			5, "vars.site", "vars cannot refer to other vars", "fix the workflow file"},
+		{"unset env in a step, not a var",
+			head + "steps:\n  - type: {selector: '#p', text: '${env.DEMO_PASSWORD}'}\n",
+			4, "steps[0].type.text", "DEMO_PASSWORD is not set: set it", "set the environment variable DEMO_PASSWORD (export DEMO_PASSWORD=VALUE) and run again"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("wf.yaml", []byte(c.src), LoadOptions{LookupEnv: env(map[string]string{"EMPTY": ""})})
+			var verr *ValidationError
+			if !errors.As(err, &verr) {
+				t.Fatalf("not a ValidationError: %v", err)
+			}
+			if len(verr.Problems) != 1 {
+				t.Fatalf("want one problem, got %d: %v", len(verr.Problems), verr.Problems)
+			}
+			p := verr.Problems[0]
+			if p.Line != c.line || p.Field != c.field || !strings.Contains(p.Msg, c.msg) {
+				t.Fatalf("got %s; want line %d, field %s, message ~%q", p, c.line, c.field, c.msg)
+			}
+			if errcode.Of(err) != errcode.InvalidAction || !strings.Contains(errcode.HintOf(err), c.hint) {
+				t.Errorf("code %s, hint %q: want invalid_action and ~%q", errcode.Of(err), errcode.HintOf(err), c.hint)
+			}
+			if !strings.Contains(c.hint, "--var") && strings.Contains(err.Error(), "--var") {
+				t.Errorf("%v: offers --var for what is not a var", err)
+			}
+		})
+	}
+}
