@@ -108,9 +108,47 @@ func Parse(file string, data []byte, o LoadOptions) (*Workflow, error) {
 		}
 		return nil, errcode.Hinted(verr, errcode.InvalidAction, hint, "invalid workflow")
 	}
+	if err := d.checkVarFlags(); err != nil {
+		return nil, err
+	}
 	w.File = file
 	w.secrets = d.secrets
 	return w, nil
+}
+
+// checkVarFlags refuses a --var that names a var the workflow neither
+// declares under vars nor uses as ${vars.NAME}: it would set nothing, and
+// a misspelt --var pasword=… would leave the workflow's own value (or an
+// unset ${env.X}) in place without a word. Only on a file without
+// problems, whose every string has been read for the vars it uses.
+func (d *decoder) checkVarFlags() error {
+	var unknown []string
+	for k := range d.opts.Vars {
+		if !d.declared[k] && !d.used[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	known := make([]string, 0, len(d.declared)+len(d.used))
+	for _, m := range []map[string]bool{d.declared, d.used} {
+		for k := range m {
+			if !slices.Contains(known, k) {
+				known = append(known, k)
+			}
+		}
+	}
+	sort.Strings(known)
+	flags := "--var " + strings.Join(unknown, ", --var ")
+	what := "no var " + strings.Join(unknown, " or ")
+	if len(known) == 0 {
+		return errcode.New(errcode.InvalidInput, "%s: workflow %s has %s: it declares no vars and uses no ${vars.NAME}", flags, d.file, what).
+			WithHint("drop %s, or run the workflow that uses it", flags)
+	}
+	return errcode.New(errcode.InvalidInput, "%s: workflow %s has %s (its vars: %s)", flags, d.file, what, strings.Join(known, ", ")).
+		WithHint("check the spelling against the workflow's vars (%s), or drop %s", strings.Join(known, ", "), flags)
 }
 
 // minSecretLen is the length from which a value taken from the environment
@@ -179,8 +217,11 @@ type decoder struct {
 	// fails without a second problem, which would say to define a var
 	// the file has.
 	brokenVars map[string]bool
-	secrets    map[string]string // see Workflow.Redact
-	problems   []Problem
+	// declared are the keys under vars; used, the NAMEs of every
+	// ${vars.NAME} the file's strings refer to: what a --var may set.
+	declared, used map[string]bool
+	secrets        map[string]string // see Workflow.Redact
+	problems       []Problem
 }
 
 func (d *decoder) add(line int, field, format string, args ...any) {
@@ -443,9 +484,11 @@ func (d *decoder) decode(data []byte) *Workflow {
 	}
 	// vars first: everything else may refer to them.
 	d.vars = map[string]string{}
+	d.declared, d.used = map[string]bool{}, map[string]bool{}
 	if k, ok := seen["vars"]; ok && !isNull(k.val) {
 		if vs, ok := d.mapping(k.val, "vars", k.line); ok {
 			for _, v := range vs {
+				d.declared[v.key] = true
 				f := "vars." + v.key
 				if !varNameRe.MatchString(v.key) {
 					d.add(v.line, f, "variable names are letters, digits and _, starting with a letter or _")
@@ -1173,6 +1216,7 @@ func (d *decoder) expand(s, field string, line int, allowVars bool) (string, boo
 				ok = false
 				continue
 			}
+			d.used[name] = true
 			v, found := d.vars[name]
 			if !found {
 				if !d.brokenVars[name] { // else its own line says what is wrong

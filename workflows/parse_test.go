@@ -433,3 +433,60 @@ func TestParseBrokenVarReportedOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestParseVarFlags: a --var sets a var the workflow declares under vars or
+// uses as ${vars.NAME}; one that names neither is refused as invalid_input,
+// naming it and the workflow's vars (never its value), so that a misspelt
+// --var is not silently ignored.
+func TestParseVarFlags(t *testing.T) {
+	cases := []struct {
+		name, src string
+		vars      map[string]string
+		code      errcode.Code // "" for no error
+		msg, hint string       // the error's message and hint hold them
+	}{
+		{"overrides a declared var", "name: x\nprofile: p\nvars: {site: http://h}\nsteps:\n  - navigate: ${vars.site}/\n",
+			map[string]string{"site": "http://i"}, "", "", ""},
+		{"declared, not used", "name: x\nprofile: p\nvars: {site: http://h}\nsteps:\n  - navigate: http://h/\n",
+			map[string]string{"site": "http://i"}, "", "", ""},
+		{"adds a var a step uses", "name: x\nprofile: p\nsteps:\n  - navigate: ${vars.site}/\n",
+			map[string]string{"site": "http://i"}, "", "", ""},
+		{"adds a var the login check uses", "name: x\nprofile: p\nlogin_check:\n  url: ${vars.site}/account\n  logged_in_selector: '#a'\nsteps:\n  - sleep: 1s\n",
+			map[string]string{"site": "http://i"}, "", "", ""},
+		{"adds a var the profile uses", "name: x\nprofile: ${vars.who}\nsteps:\n  - sleep: 1s\n",
+			map[string]string{"who": "alice"}, "", "", ""},
+		{"misspelt", "name: x\nprofile: p\nvars:\n  password: ${env.PASS}\n  user: alice\nsteps:\n  - type: {selector: '#p', text: '${vars.password}'}\n  - navigate: ${vars.site}/\n",
+			map[string]string{"pasword": "hunter22", "site": "http://i"}, errcode.InvalidInput,
+			"--var pasword: workflow wf.yaml has no var pasword (its vars: password, site, user)", "check the spelling against the workflow's vars (password, site, user), or drop --var pasword"},
+		{"two misspelt", "name: x\nprofile: p\nvars: {user: alice}\nsteps:\n  - navigate: http://h/${vars.user}\n",
+			map[string]string{"usr": "bob", "uesr": "bob"}, errcode.InvalidInput, "--var uesr, --var usr: workflow wf.yaml has no var uesr or usr (its vars: user)", "drop --var uesr, --var usr"},
+		{"a workflow without vars", "name: x\nprofile: p\nsteps:\n  - navigate: http://h/\n",
+			map[string]string{"site": "http://i"}, errcode.InvalidInput, "it declares no vars and uses no ${vars.NAME}", "drop --var site"},
+		{"$${vars.X} is no use", "name: x\nprofile: p\nsteps:\n  - navigate: http://h/$${vars.site}\n",
+			map[string]string{"site": "http://i"}, errcode.InvalidInput, "has no var site", "drop --var site"},
+		{"the file's problems come first", "name: x\nprofile: p\nsteps:\n  - clik: '#a'\n",
+			map[string]string{"site": "http://i"}, errcode.InvalidAction, `unknown key "clik"`, "fix the workflow file"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("wf.yaml", []byte(c.src), LoadOptions{Vars: c.vars, LookupEnv: env(map[string]string{"PASS": "s3cret"})})
+			if c.code == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if errcode.Of(err) != c.code || errcode.ExitStatus(err) != 2 {
+				t.Fatalf("code %s (exit %d), want %s (exit 2): %v", errcode.Of(err), errcode.ExitStatus(err), c.code, err)
+			}
+			if !strings.Contains(err.Error(), c.msg) || !strings.Contains(errcode.HintOf(err), c.hint) {
+				t.Fatalf("got %q, hint %q; want ~%q, hint ~%q", err, errcode.HintOf(err), c.msg, c.hint)
+			}
+			for _, v := range c.vars {
+				if strings.Contains(err.Error()+errcode.HintOf(err), v) {
+					t.Errorf("the error quotes a --var value %q: %v", v, err)
+				}
+			}
+		})
+	}
+}

@@ -68,7 +68,7 @@ func runCommands() []*cli.Command {
 			"Exit codes: 0 ok, 1 failure, 2 invalid workflow or arguments, 3 human required (log in again with\n" +
 			"`director profile open NAME --snapshot`), 4 domain blocked. See docs/workflows.md.",
 		Flags: []cli.Flag{
-			&cli.GenericFlag{Name: "var", Value: &varsFlag{}, Usage: "set a workflow variable, `NAME=VALUE` (repeatable; overrides vars:)"},
+			&cli.GenericFlag{Name: "var", Value: &varsFlag{}, Usage: "set a workflow variable, `NAME=VALUE` (repeatable; overrides vars:; a NAME the workflow neither declares nor uses is refused)"},
 			&cli.StringFlag{Name: "artifacts", Usage: "write screenshots to `DIR`", DefaultText: "a new directory under <home>/artifacts, named in the result"},
 			setting(&cli.StringFlag{Name: "cdp-url", EnvVars: []string{"DIRECTOR_CDP_URL"}, Usage: "attach to a running browser at `URL` (ws:// or http://) instead of launching Chrome"}),
 			// Neither flag set leaves the choice to the workflow: DefaultText

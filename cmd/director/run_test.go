@@ -51,6 +51,17 @@ func TestRunInvalidWorkflow(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "[invalid_action]") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	// A --var the workflow neither declares nor uses (a typo) is refused,
+	// before anything is locked or launched.
+	typo := writeWF(t, t.TempDir(), "typo.yaml", "name: x\nprofile: p\nvars: {password: pw}\nsteps:\n  - navigate: http://h/${vars.site}\n")
+	code, out, errOut = runDirector(t, "--home", home, "run", typo, "--var", "pasword=hunter22", "--var", "site=http://i")
+	if code != 2 || out != "" || !strings.Contains(errOut, "--var pasword: workflow "+typo+" has no var pasword (its vars: password, site) [invalid_input]") ||
+		strings.Contains(errOut, "hunter22") {
+		t.Fatalf("misspelt --var: exit %d: %s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(home, "director.db")); err == nil {
+		t.Errorf("a refused --var created the catalog")
+	}
 	code, _, errOut = runDirector(t, "--home", home, "run")
 	if code != 2 || !strings.Contains(errOut, "[invalid_input]") {
 		t.Fatalf("no file: exit %d: %s", code, errOut)
