@@ -363,6 +363,23 @@ func (s *Session) browserTarget(t *tab) cdp.Session {
 	return chromedp.FromContext(t.ctx).Browser
 }
 
+// unreachable says, for the Chrome errors (net/base/net_error_list.h) of
+// a page whose site could not be reached, what happened.
+var unreachable = map[string]string{
+	"net::ERR_NAME_NOT_RESOLVED":      "its host name does not resolve",
+	"net::ERR_NAME_RESOLUTION_FAILED": "its host name could not be resolved",
+	"net::ERR_CONNECTION_REFUSED":     "the connection was refused",
+	"net::ERR_CONNECTION_RESET":       "the connection was reset",
+	"net::ERR_CONNECTION_CLOSED":      "the connection was closed",
+	"net::ERR_CONNECTION_FAILED":      "the connection failed",
+	"net::ERR_CONNECTION_TIMED_OUT":   "the connection timed out",
+	"net::ERR_TIMED_OUT":              "the request timed out",
+	"net::ERR_ADDRESS_UNREACHABLE":    "its address is unreachable",
+	"net::ERR_INTERNET_DISCONNECTED":  "this machine is offline",
+	"net::ERR_NETWORK_CHANGED":        "the network changed during the load",
+	"net::ERR_EMPTY_RESPONSE":         "the server closed the connection without an answer",
+}
+
 func (s *Session) navigate(actx context.Context, t *tab, u string) error {
 	err := chromedp.Do(actx, chromedp.Navigate(u))
 	if err == nil {
@@ -370,6 +387,25 @@ func (s *Session) navigate(actx context.Context, t *tab, u string) error {
 	}
 	var le *chromedp.LoadError
 	if errors.As(err, &le) {
+		if what, ok := unreachable[le.ErrorText]; ok {
+			// The site could not be reached: a wrong URL, a site that is
+			// down, or this machine's network. Not a bug of director, so
+			// not internal_error (whose hint says to report it). The codes
+			// have no "site unreachable"; timeout is the one whose contract
+			// fits: the page did not come, exit 1 (a failure, not exit 2's
+			// "fix the workflow", which a DNS or network outage would make
+			// a lie for a cron job's unchanged workflow), and a step's
+			// retries try it again, as a site restarting needs. The
+			// message names Chrome's error, so a refusal is not mistaken
+			// for a slow site. A host that the session's policy refuses
+			// (which the host resolver rules also make fail to resolve)
+			// is never this: the Fetch check refuses its request first
+			// and the session ends with domain_blocked, which classify
+			// reports in place of this error.
+			return errcode.Hinted(err, errcode.Timeout,
+				"the site could not be reached: check the URL (host and port) and this machine's network, and that the site is up; then run again",
+				"cannot load %s: %s", u, what)
+		}
 		return errcode.Hinted(err, errcode.Internal, "check that the site is up and the URL is right", "cannot load %s", u)
 	}
 	return s.cdpErr(err, "navigate to %s", u)

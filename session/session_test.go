@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"image/png"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -609,6 +611,85 @@ func TestLoginCheckHTTPError(t *testing.T) {
 	}
 	// A page that loads fine still passes.
 	f.do(t, Action{Type: ActLoginCheck, URL: hs.on("127.0.0.1", "/status?code=200"), LoginWallSelector: "form#login"})
+}
+
+// closedPort is a port on 127.0.0.1 that nothing listens on: one the
+// kernel just gave and took back.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// TestUnreachableSite: a page whose site cannot be reached (a host name
+// that does not resolve, a refused connection) fails the action with
+// timeout, naming Chrome's error and saying to check the URL and the
+// network, not internal_error; the session goes on. A host the policy
+// refuses, which the host resolver rules also make fail to resolve, is
+// still domain_blocked.
+func TestUnreachableSite(t *testing.T) {
+	refused := "http://" + closedPort(t) + "/login"
+	// .invalid never resolves (RFC 6761); Debian Chromium answers
+	// ERR_NAME_NOT_RESOLVED for it at once, with or without a network.
+	unresolved := "http://director-test.invalid/login"
+	cases := []struct {
+		name string
+		a    Action
+		want string // Chrome's error, in the message
+	}{
+		{"navigate, connection refused", Action{Type: ActNavigate, URL: refused}, "the connection was refused: page load error net::ERR_CONNECTION_REFUSED"},
+		{"navigate, name not resolved", Action{Type: ActNavigate, URL: unresolved}, "its host name does not resolve: page load error net::ERR_NAME_NOT_RESOLVED"},
+		{"open_tab, connection refused", Action{Type: ActOpenTab, URL: refused}, "net::ERR_CONNECTION_REFUSED"},
+		{"login_check, name not resolved", Action{Type: ActLoginCheck, URL: unresolved, LoginWallSelector: "form#login"}, "net::ERR_NAME_NOT_RESOLVED"},
+	}
+	// A blocklist, so that Chrome runs with host resolver rules, as a
+	// workflow with one does.
+	f := start(t, Options{Policy: Policy{Blocklist: []string{"blocked.invalid"}}})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := f.s.Do(context.Background(), c.a)
+			wantCode(t, err, errcode.Timeout)
+			if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "cannot load "+c.a.URL) {
+				t.Fatalf("error %q does not name %s and %s", err, c.a.URL, c.want)
+			}
+			if h := errcode.HintOf(err); !strings.HasPrefix(h, "the site could not be reached: check the URL (host and port)") {
+				t.Fatalf("hint %q", h)
+			}
+			if f.s.Err() != nil || f.s.Info().State != StateActive {
+				t.Fatalf("the session did not survive: %v (state %s)", f.s.Err(), f.s.Info().State)
+			}
+		})
+	}
+
+	blocked := []struct {
+		name string
+		act  func(f *fixture) Action
+	}{
+		{"navigate to a refused host", func(f *fixture) Action {
+			return Action{Type: ActNavigate, URL: "http://www.blocked.invalid/"}
+		}},
+		{"redirect to a refused host", func(f *fixture) Action {
+			return Action{Type: ActNavigate, URL: f.site.At("/redirect?to=" + url.QueryEscape("http://www.blocked.invalid/"))}
+		}},
+	}
+	for _, c := range blocked {
+		t.Run(c.name, func(t *testing.T) {
+			f := start(t, Options{Policy: Policy{Blocklist: []string{"blocked.invalid"}}})
+			_, err := f.s.Do(context.Background(), c.act(f))
+			wantCode(t, err, errcode.DomainBlocked)
+			waitDone(t, f.s, 10*time.Second)
+			if f.s.EndReason() != EndDomainBlocked {
+				t.Fatalf("end reason %q", f.s.EndReason())
+			}
+		})
+	}
 }
 
 // TestStepMistakes: a step's own bad selector or expression is
