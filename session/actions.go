@@ -364,20 +364,36 @@ func (s *Session) browserTarget(t *tab) cdp.Session {
 }
 
 // unreachable says, for the Chrome errors (net/base/net_error_list.h) of
-// a page whose site could not be reached, what happened.
-var unreachable = map[string]string{
-	"net::ERR_NAME_NOT_RESOLVED":      "its host name does not resolve",
-	"net::ERR_NAME_RESOLUTION_FAILED": "its host name could not be resolved",
-	"net::ERR_CONNECTION_REFUSED":     "the connection was refused",
-	"net::ERR_CONNECTION_RESET":       "the connection was reset",
-	"net::ERR_CONNECTION_CLOSED":      "the connection was closed",
-	"net::ERR_CONNECTION_FAILED":      "the connection failed",
-	"net::ERR_CONNECTION_TIMED_OUT":   "the connection timed out",
-	"net::ERR_TIMED_OUT":              "the request timed out",
-	"net::ERR_ADDRESS_UNREACHABLE":    "its address is unreachable",
-	"net::ERR_INTERNET_DISCONNECTED":  "this machine is offline",
-	"net::ERR_NETWORK_CHANGED":        "the network changed during the load",
-	"net::ERR_EMPTY_RESPONSE":         "the server closed the connection without an answer",
+// a page whose site could not be reached, what happened; ok is false for
+// every other error.
+func unreachable(errorText string) (what string, ok bool) {
+	switch errorText {
+	case "net::ERR_NAME_NOT_RESOLVED":
+		return "its host name does not resolve", true
+	case "net::ERR_NAME_RESOLUTION_FAILED":
+		return "its host name could not be resolved", true
+	case "net::ERR_CONNECTION_REFUSED":
+		return "the connection was refused", true
+	case "net::ERR_CONNECTION_RESET":
+		return "the connection was reset", true
+	case "net::ERR_CONNECTION_CLOSED":
+		return "the connection was closed", true
+	case "net::ERR_CONNECTION_FAILED":
+		return "the connection failed", true
+	case "net::ERR_CONNECTION_TIMED_OUT":
+		return "the connection timed out", true
+	case "net::ERR_TIMED_OUT":
+		return "the request timed out", true
+	case "net::ERR_ADDRESS_UNREACHABLE":
+		return "its address is unreachable", true
+	case "net::ERR_INTERNET_DISCONNECTED":
+		return "this machine is offline", true
+	case "net::ERR_NETWORK_CHANGED":
+		return "the network changed during the load", true
+	case "net::ERR_EMPTY_RESPONSE":
+		return "the server closed the connection without an answer", true
+	}
+	return "", false
 }
 
 func (s *Session) navigate(actx context.Context, t *tab, u string) error {
@@ -387,7 +403,7 @@ func (s *Session) navigate(actx context.Context, t *tab, u string) error {
 	}
 	var le *chromedp.LoadError
 	if errors.As(err, &le) {
-		if what, ok := unreachable[le.ErrorText]; ok {
+		if what, ok := unreachable(le.ErrorText); ok {
 			// The site could not be reached: a wrong URL, a site that is
 			// down, or this machine's network. Not a bug of director, so
 			// not internal_error (whose hint says to report it). The codes
