@@ -378,7 +378,6 @@ func (d *decoder) integer(n ast.Node, field string, line, lo, hi int) (int, bool
 	return v, true
 }
 
-// duration is a positive Go duration string such as 30s, 2m or 1h30m.
 // duration reads a positive duration; interp replaces ${vars.X} and
 // ${env.X} in it first (a step's durations, like its other strings).
 func (d *decoder) duration(n ast.Node, field string, line int, interp bool) (time.Duration, bool) {
