@@ -779,8 +779,16 @@ func (s *Session) loginStatusErr(rawURL string, code int, text string) error {
 		return errcode.New(errcode.HumanRequired, "login check: %s answered %s, so the profile is not logged in", rawURL, status).
 			WithHint("log in again in a headed browser on this profile")
 	}
-	return errcode.New(errcode.Internal, "login check: %s answered %s, so the check cannot tell whether the profile is logged in", rawURL, status).
-		WithHint("no snapshot is taken and the latest good one is kept; check login_check.url, or run again when the site is back")
+	if code >= 500 || code == 408 || code == 429 {
+		// The site is failing or busy: as for one that cannot be reached
+		// (see navigate), timeout, exit 1, and a later run may pass.
+		return errcode.New(errcode.Timeout, "login check: %s answered %s, so the check cannot tell whether the profile is logged in", rawURL, status).
+			WithHint("the site is failing or busy: no snapshot is taken and the latest good one is kept; run again when the site is back")
+	}
+	// 404 and the rest: the page is not there, whatever the login; the
+	// workflow's URL needs a look, not a rerun (invalid_action, exit 2).
+	return errcode.New(errcode.InvalidAction, "login check: %s answered %s, so the check cannot tell whether the profile is logged in", rawURL, status).
+		WithHint("no snapshot is taken and the latest good one is kept; check login_check.url: the site has no such page for this profile")
 }
 
 // loginCheck opens a.URL and decides whether the profile is logged in:
@@ -791,7 +799,8 @@ func (s *Session) loginStatusErr(rawURL string, code int, text string) error {
 // whatever it shows: a login wall selector alone would otherwise pass it,
 // and a refresh would snapshot a profile it never saw logged in. 401 and
 // 403 are human_required (the site refuses the profile: log in again);
-// any other status is internal_error, since no login helps.
+// 5xx, 408 and 429 are timeout (the site is failing or busy: run again
+// later); any other status (404) is invalid_action: check the URL.
 func (s *Session) loginCheck(actx, ctx context.Context, t *tab, a Action) error {
 	// The status of the page's last document response (after redirects).
 	// Chrome fails the navigation of an error answer without a body

@@ -573,10 +573,12 @@ func TestLoginCheckHTTPError(t *testing.T) {
 		name, url, want string
 		code            errcode.Code
 	}{
-		{"404 from the test site", f.site.At("/no-such-page"), "HTTP 404", errcode.Internal},
-		{"503 maintenance page", hs.on("127.0.0.1", "/status?code=503"), "HTTP 503", errcode.Internal},
-		{"503 without a body", hs.on("127.0.0.1", "/status?code=503&empty=1"), "HTTP 503", errcode.Internal},
-		{"500", hs.on("127.0.0.1", "/status?code=500"), "HTTP 500", errcode.Internal},
+		{"404 from the test site", f.site.At("/no-such-page"), "HTTP 404", errcode.InvalidAction},
+		{"410", hs.on("127.0.0.1", "/status?code=410"), "HTTP 410", errcode.InvalidAction},
+		{"503 maintenance page", hs.on("127.0.0.1", "/status?code=503"), "HTTP 503", errcode.Timeout},
+		{"503 without a body", hs.on("127.0.0.1", "/status?code=503&empty=1"), "HTTP 503", errcode.Timeout},
+		{"500", hs.on("127.0.0.1", "/status?code=500"), "HTTP 500", errcode.Timeout},
+		{"429", hs.on("127.0.0.1", "/status?code=429"), "HTTP 429", errcode.Timeout},
 		{"403", hs.on("127.0.0.1", "/status?code=403"), "HTTP 403", errcode.HumanRequired},
 	}
 	for _, c := range cases {
@@ -602,7 +604,7 @@ func TestLoginCheckHTTPError(t *testing.T) {
 	errPage := hs.on("127.0.0.1", "/status?code=503")
 	f.do(t, Action{Type: ActNavigate, URL: errPage + "#a"})
 	_, err := f.s.Do(context.Background(), Action{Type: ActLoginCheck, URL: errPage + "#b", LoginWallSelector: "form#login"})
-	wantCode(t, err, errcode.Internal)
+	wantCode(t, err, errcode.Timeout)
 	if !strings.Contains(err.Error(), "HTTP 503") {
 		t.Fatalf("fragment-only check: %v, want it to name HTTP 503", err)
 	}
