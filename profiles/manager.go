@@ -869,7 +869,29 @@ func (m *Manager) oldStrays(ctx context.Context, name string, objs []storage.Obj
 	if o.Modified.IsZero() {
 		return nil, nil // a store that gives no times: nothing can be aged
 	}
+	m.removeOldProbes(ctx, key, o.Modified.Add(-StrayGrace))
 	return strays(name, objs, rows, o.Modified.Add(-StrayGrace)), nil
+}
+
+// removeOldProbes deletes the probes under storage.CheckPrefix other than
+// ours that are older than cutoff by the store's clock: those of a prune or
+// a `store check` that was killed before its deferred delete. They would
+// stay for good, and a store holding only them no longer lists as empty
+// when its real folder is gone. Best effort: they are one byte each.
+func (m *Manager) removeOldProbes(ctx context.Context, ours string, cutoff time.Time) {
+	probes, err := m.Store.List(ctx, storage.CheckPrefix)
+	if err != nil {
+		m.log().Debug("could not list the store's probes", "err", err)
+		return
+	}
+	for _, p := range probes {
+		if p.Key == ours || p.Modified.IsZero() || !p.Modified.Before(cutoff) {
+			continue
+		}
+		if err := m.Store.Delete(ctx, p.Key); err != nil {
+			m.log().Debug("could not remove an old probe", "key", p.Key, "err", err)
+		}
+	}
 }
 
 // strays returns the keys under profile/ in objs that belong to no
@@ -961,16 +983,20 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots are encrypted to: prune reads their manifests",
 			"the snapshots of %q in %s are encrypted to a key this machine does not have (the newest is %s); nothing was deleted", name, m.Store, locked)
 	}
-	if len(snaps) == 0 {
+	objs, err := m.Store.List(ctx, name+"/")
+	if err != nil {
+		return nil, errcode.Hinted(err, errcode.Of(err), storeHint(err, "nothing was deleted"), "listing %s in %s", name+"/", m.Store)
+	}
+	if len(snaps) == 0 && len(objs) == 0 {
+		// Nothing here and nothing stored: a mistyped name. What a killed
+		// snapshot, prune or delete left in the store (an archive without
+		// its manifest) is an object, and the stray pass below takes it,
+		// whether or not the profile is still on this machine.
 		if err := m.requireDir(name); errcode.Of(err) == errcode.ProfileNotFound {
 			return nil, m.nowhere(name)
 		} else if err != nil {
 			return nil, err
 		}
-	}
-	objs, err := m.Store.List(ctx, name+"/")
-	if err != nil {
-		return nil, errcode.Hinted(err, errcode.Of(err), storeHint(err, "nothing was deleted"), "listing %s in %s", name+"/", m.Store)
 	}
 	if len(objs) == 0 && len(snaps) > 0 {
 		// Every row's archive seems gone. A store that holds nothing at

@@ -164,6 +164,15 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 		m.removeObjects(archiveKey, manifestKey)
 		return nil, err
 	}
+	// The row right after the manifest. Everything that adds rows from the
+	// store's manifests does so under the profile's lock, which this holds,
+	// so the id is this snapshot's alone; upserting still never fails a
+	// stored snapshot over its own row.
+	row := rowFromManifest(man, manifestKey, store)
+	if err := m.Catalog.UpsertSnapshot(ctx, row); err != nil {
+		m.removeObjects(archiveKey, manifestKey)
+		return nil, err
+	}
 	var warnings []string
 	if n, err := KeyringBoundCookies(ctx, m.Dir(name)); err != nil {
 		m.log().Debug("could not inspect the cookie database", "profile", name, "err", err)
@@ -171,11 +180,6 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 		warnings = append(warnings, fmt.Sprintf("%d cookies are encrypted with this machine's keyring (v11): they will not decrypt after a restore on another machine; "+
 			"log in again through `director profile open %s --snapshot`, which runs Chrome with --password-store=basic", n, name))
 		m.log().Warn("keyring-bound cookies in snapshot", "profile", name, "count", n)
-	}
-	row := rowFromManifest(man, manifestKey, store)
-	if err := m.Catalog.InsertSnapshot(ctx, row); err != nil {
-		m.removeObjects(archiveKey, manifestKey)
-		return nil, err
 	}
 	_ = m.Catalog.TouchProfile(ctx, name, created)
 	m.clearUnsaved(ctx, name) // the snapshot holds it now
@@ -517,7 +521,7 @@ func (m *Manager) CheckRestore(ctx context.Context, name, ref string, o RestoreO
 		}
 		return f.Close()
 	}
-	_, _, err := m.resolve(ctx, name, ref)
+	_, _, err := m.resolve(ctx, name, ref, false)
 	return err
 }
 
@@ -565,7 +569,7 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		}
 	} else {
 		var err error
-		row, unlisted, err = m.resolve(ctx, name, ref)
+		row, unlisted, err = m.resolve(ctx, name, ref, true) // under the profile's lock
 		if err != nil {
 			return nil, err
 		}
@@ -748,15 +752,21 @@ func compareVersions(a, b string) int {
 // but the catalog has a latest row, it returns the row and the listing's
 // error as unlisted, for the caller to report with warnUnlisted once it
 // knows whether it succeeded.
-func (m *Manager) resolve(ctx context.Context, name, ref string) (row catalog.Snapshot, unlisted, err error) {
-	row, err = m.resolveRow(ctx, name, ref, &unlisted)
+//
+// With adopt, the snapshots it finds in the store that the catalog lacks
+// become catalog rows; the caller must then hold the profile's lock, so
+// that no prune deletes one between its listing and its row (a row that
+// would point at nothing) and no snapshot of the profile is between
+// storing its manifest and inserting its row. Without adopt it only reads.
+func (m *Manager) resolve(ctx context.Context, name, ref string, adopt bool) (row catalog.Snapshot, unlisted, err error) {
+	row, err = m.resolveRow(ctx, name, ref, adopt, &unlisted)
 	if err != nil {
 		unlisted = nil // the error says it
 	}
 	return row, unlisted, err
 }
 
-func (m *Manager) resolveRow(ctx context.Context, name, ref string, unlisted *error) (catalog.Snapshot, error) {
+func (m *Manager) resolveRow(ctx context.Context, name, ref string, adopt bool, unlisted *error) (catalog.Snapshot, error) {
 	store, err := m.catalogStore(ctx)
 	if err != nil {
 		return catalog.Snapshot{}, err
@@ -801,7 +811,7 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, unlisted *er
 				return row, serr
 			}
 			row := rowFromManifest(man, mk, store)
-			if m.Catalog == nil {
+			if m.Catalog == nil || !adopt {
 				return row, nil
 			}
 			if err := m.Catalog.UpsertSnapshot(ctx, row); err != nil {
@@ -819,8 +829,23 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, unlisted *er
 	if m.Catalog == nil {
 		return m.latestInStore(ctx, store, name)
 	}
-	locked, lockedErr, adoptErr := m.adoptFromStore(ctx, store, name)
+	var locked string
+	var lockedErr, adoptErr error
+	var unknown catalog.Snapshot // without adopt: the newest the catalog lacks
+	if adopt {
+		locked, lockedErr, adoptErr = m.adoptFromStore(ctx, store, name)
+	} else {
+		locked, lockedErr, adoptErr = m.storeSnapshots(ctx, store, name, func(row catalog.Snapshot) error {
+			if newerRow(row, unknown) {
+				unknown = row
+			}
+			return nil
+		})
+	}
 	row, err := m.Catalog.LatestSnapshot(ctx, store, name)
+	if unknown.ID != "" && (errcode.Of(err) == errcode.SnapshotNotFound || (err == nil && newerRow(unknown, row))) {
+		row, err = unknown, nil
+	}
 	if locked != "" && (err != nil || idNewer(name, locked, row)) {
 		// The newest snapshot is one this machine cannot read: restoring
 		// the catalog's latest instead would quietly go back in time.
@@ -882,7 +907,7 @@ func (m *Manager) adoptFromStore(ctx context.Context, store, name string) (locke
 func (m *Manager) latestInStore(ctx context.Context, store, name string) (catalog.Snapshot, error) {
 	var latest catalog.Snapshot
 	locked, lockedErr, err := m.storeSnapshots(ctx, store, name, func(row catalog.Snapshot) error {
-		if latest.ID == "" || row.CreatedAt.After(latest.CreatedAt) || (row.CreatedAt.Equal(latest.CreatedAt) && row.ID > latest.ID) {
+		if newerRow(row, latest) {
 			latest = row
 		}
 		return nil
@@ -988,6 +1013,12 @@ func (m *Manager) storeSnapshots(ctx context.Context, store, name string, add fu
 	return locked, lockedErr, nil
 }
 
+// newerRow says whether a is newer than b in the catalog's order of
+// latest (created_at, then id); any row is newer than the zero one.
+func newerRow(a, b catalog.Snapshot) bool {
+	return b.ID == "" || a.CreatedAt.After(b.CreatedAt) || (a.CreatedAt.Equal(b.CreatedAt) && a.ID > b.ID)
+}
+
 // idTime is the creation time, to the second, that a snapshot id of profile
 // ("<profile>-<UTC timestamp>-<random>") carries; zero when it has none.
 func idTime(profile, id string) time.Time {
@@ -1011,6 +1042,25 @@ func idNewer(profile, id string, row catalog.Snapshot) bool {
 	return t.IsZero() || !t.Before(row.CreatedAt.Truncate(time.Second))
 }
 
+// resolveForVerify resolves the snapshot Verify reads. It adds the
+// snapshots other machines stored to the catalog (see resolve) only when it
+// can take the profile's lock at once: Verify writes no profile and must
+// not wait for a snapshot or a `profile open` on it, and a snapshot of the
+// profile that runs now finishes its own row. Without the lock (or a
+// catalog) it only reads, and still finds them.
+func (m *Manager) resolveForVerify(ctx context.Context, name, ref string) (catalog.Snapshot, error, error) {
+	if m.Catalog == nil {
+		return m.resolve(ctx, name, ref, false)
+	}
+	l, err := m.Lock(ctx, name, -1)
+	if err != nil {
+		m.log().Debug("verify reads the store's snapshots without adding them to the catalog", "profile", name, "reason", err)
+		return m.resolve(ctx, name, ref, false)
+	}
+	defer l.Unlock()
+	return m.resolve(ctx, name, ref, true)
+}
+
 // VerifyResult reports a verification.
 type VerifyResult struct {
 	Profile       string `json:"profile"`
@@ -1032,7 +1082,7 @@ func (m *Manager) Verify(ctx context.Context, name, ref string) (_ *VerifyResult
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
-	row, unlisted, err := m.resolve(ctx, name, ref)
+	row, unlisted, err := m.resolveForVerify(ctx, name, ref)
 	defer func() { m.warnUnlisted(unlisted, err) }()
 	if err != nil {
 		return nil, err
@@ -1169,6 +1219,10 @@ type RebuildResult struct {
 	// (or the lack of one) cannot decrypt; Rebuild then fails with
 	// decrypt_failed, after adding every row it could read.
 	Undecryptable int `json:"undecryptable"`
+	// Busy are the profiles that were in use by another director command
+	// for longer than the lock's wait: their manifests were skipped, and
+	// Rebuild fails with profile_in_use after doing the rest.
+	Busy []string `json:"busy,omitempty"`
 }
 
 // Rebuild recreates the catalog's snapshot rows of the Manager's store from
@@ -1220,33 +1274,22 @@ func (m *Manager) Rebuild(ctx context.Context, allowEmpty bool) (*RebuildResult,
 	for _, s := range known {
 		inCatalog[s.ID] = true
 	}
-	var firstKeyErr error // the first manifest skipped for want of the right key
+	// The manifests, profile by profile in the listing's order.
+	var profiles []string
+	manifests := map[string][]string{}
 	for _, o := range objs {
-		profile, id, _, ok := parseManifestKey(o.Key)
-		if !ok {
-			continue
-		}
-		res.Found++
-		man, err := m.getManifest(ctx, o.Key)
-		if err != nil {
-			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %v", o.Key, err))
-			if errcode.Of(err) == errcode.DecryptFailed && encrypt.WrongKey(err) {
-				res.Undecryptable++
-				if firstKeyErr == nil {
-					firstKeyErr = fmt.Errorf("%s: %w", o.Key, err)
-				}
+		if profile, _, _, ok := parseManifestKey(o.Key); ok {
+			if manifests[profile] == nil {
+				profiles = append(profiles, profile)
 			}
-			continue
+			manifests[profile] = append(manifests[profile], o.Key)
+			res.Found++
 		}
-		if man.ID != id || man.Profile != profile || !present[man.ArchiveKey] {
-			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: archive %q missing, or the manifest names another snapshot or profile", o.Key, man.ArchiveKey))
-			continue
-		}
-		if err := m.Catalog.UpsertSnapshot(ctx, rowFromManifest(man, o.Key, store)); err != nil {
+	}
+	var firstKeyErr error // the first manifest skipped for want of the right key
+	for _, profile := range profiles {
+		if err := m.rebuildProfile(ctx, store, profile, manifests[profile], inCatalog, res, &firstKeyErr); err != nil {
 			return res, err
-		}
-		if !inCatalog[id] {
-			res.Added = append(res.Added, id)
 		}
 	}
 	for _, s := range known {
@@ -1257,6 +1300,11 @@ func (m *Manager) Rebuild(ctx context.Context, allowEmpty bool) (*RebuildResult,
 			res.Removed = append(res.Removed, s.ID)
 		}
 	}
+	if len(res.Busy) > 0 {
+		return res, errcode.New(errcode.ProfileInUse, "catalog rebuild of %s: profile(s) %s were in use by another director command, and their snapshots were left as the catalog had them (%d added, %d removed)",
+			store, strings.Join(res.Busy, ", "), len(res.Added), len(res.Removed)).
+			WithHint("run `director catalog rebuild` again once the snapshot, restore, prune, run or `director profile open` on them has finished")
+	}
 	if res.Undecryptable > 0 {
 		return res, errcode.Hinted(firstKeyErr, errcode.DecryptFailed,
 			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots were encrypted to, "+
@@ -1265,6 +1313,64 @@ func (m *Manager) Rebuild(ctx context.Context, allowEmpty bool) (*RebuildResult,
 			store, res.Undecryptable, res.Found, len(res.Added), len(res.Removed))
 	}
 	return res, nil
+}
+
+// rebuildProfile adds the rows of one profile's manifests (keys, from the
+// store's listing) under the profile's lock, and with a fresh listing of
+// the profile's folder: a prune of the profile that ran after the store was
+// listed has deleted rows, manifests and archives, and a row upserted from
+// the stale listing would point at a deleted archive; a snapshot that runs
+// on it inserts its own row. A profile in use for longer than the lock's
+// wait is left as it is, in res.Busy.
+func (m *Manager) rebuildProfile(ctx context.Context, store, profile string, keys []string, inCatalog map[string]bool, res *RebuildResult, firstKeyErr *error) error {
+	l, err := m.Lock(ctx, profile, 0)
+	if errcode.Of(err) == errcode.ProfileInUse {
+		res.Busy = append(res.Busy, profile)
+		for _, k := range keys {
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: profile %s was in use", k, profile))
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	objs, err := m.Store.List(ctx, profile+"/")
+	if err != nil {
+		return err
+	}
+	present := make(map[string]bool, len(objs))
+	for _, o := range objs {
+		present[o.Key] = true
+	}
+	for _, key := range keys {
+		_, id, _, _ := parseManifestKey(key)
+		if !present[key] {
+			continue // deleted since the listing (a prune): nothing to add
+		}
+		man, err := m.getManifest(ctx, key)
+		if err != nil {
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %v", key, err))
+			if errcode.Of(err) == errcode.DecryptFailed && encrypt.WrongKey(err) {
+				res.Undecryptable++
+				if *firstKeyErr == nil {
+					*firstKeyErr = fmt.Errorf("%s: %w", key, err)
+				}
+			}
+			continue
+		}
+		if man.ID != id || man.Profile != profile || !present[man.ArchiveKey] {
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: archive %q missing, or the manifest names another snapshot or profile", key, man.ArchiveKey))
+			continue
+		}
+		if err := m.Catalog.UpsertSnapshot(ctx, rowFromManifest(man, key, store)); err != nil {
+			return err
+		}
+		if !inCatalog[id] {
+			res.Added = append(res.Added, id)
+		}
+	}
+	return nil
 }
 
 // hashingReader counts and hashes what passes through it.
