@@ -163,13 +163,13 @@ func TestRebuildOvertakenByPrune(t *testing.T) {
 	}
 }
 
-// A delete --with-snapshots killed between a snapshot's manifest and its
-// archive leaves the archive (with its cookies), no row and no profile
-// directory. Prune, which the hints name for strays, removes it once it is
-// StrayGrace old: it said the profile did not exist and had no snapshots.
-func TestPruneRemovesStraysOfAProfileNoLongerHere(t *testing.T) {
+// strayArchive makes profile "work" in m with one snapshot, then takes its
+// row and its manifest away, as a snapshot killed before its manifest, or a
+// prune or delete killed between the two deletes, leaves it: an archive no
+// row names, a stray.
+func strayArchive(t *testing.T, m *Manager) *SnapshotResult {
+	t.Helper()
 	ctx := context.Background()
-	m := newTestManager(t)
 	if err := m.Create(ctx, "work"); err != nil {
 		t.Fatal(err)
 	}
@@ -178,14 +178,25 @@ func TestPruneRemovesStraysOfAProfileNoLongerHere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// What the killed delete did: the directory, the row, the manifest.
-	if err := os.RemoveAll(m.Dir("work")); err != nil {
-		t.Fatal(err)
-	}
 	if err := m.Catalog.DeleteSnapshot(ctx, catalog.StoreName(storage.ID(m.Store)), s.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Store.Delete(ctx, s.ManifestKey); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A delete --with-snapshots killed between a snapshot's manifest and its
+// archive leaves the archive (with its cookies), no row and no profile
+// directory. Prune, which the hints name for strays, removes it once it is
+// StrayGrace old: it said the profile did not exist and had no snapshots.
+func TestPruneRemovesStraysOfAProfileNoLongerHere(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	s := strayArchive(t, m)
+	// And the directory, as the killed delete did.
+	if err := os.RemoveAll(m.Dir("work")); err != nil {
 		t.Fatal(err)
 	}
 	back := time.Now().Add(-StrayGrace - time.Minute)
@@ -214,22 +225,7 @@ func TestPruneRemovesStraysOfAProfileNoLongerHere(t *testing.T) {
 func TestPruneRemovesOldProbes(t *testing.T) {
 	ctx := context.Background()
 	m := newTestManager(t)
-	if err := m.Create(ctx, "work"); err != nil {
-		t.Fatal(err)
-	}
-	writeProfile(t, m.Dir("work"), "v")
-	s, err := m.Snapshot(ctx, "work", SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A stray (a snapshot killed before its manifest: no row either), so
-	// that prune reads the store's clock.
-	if err := m.Store.Delete(ctx, s.ManifestKey); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Catalog.DeleteSnapshot(ctx, catalog.StoreName(storage.ID(m.Store)), s.ID); err != nil {
-		t.Fatal(err)
-	}
+	strayArchive(t, m) // so that prune reads the store's clock
 	root := strings.TrimPrefix(m.Store.String(), "file://")
 	for key, age := range map[string]time.Duration{
 		storage.CheckPrefix + "clock-deadbeef":            2 * StrayGrace,
