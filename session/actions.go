@@ -218,6 +218,10 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 // causes, which the browser reports like any other failure: a selector that
 // is not valid CSS, and an evaluate expression whose value cannot come back
 // as JSON (a cyclic object, window, a DOM node).
+//
+// A selector the browser refuses is marked (IsSelectorError), so that a
+// caller can tell it from the other invalid_action errors of the same step
+// (a login check's page answered 404).
 func stepMistake(a Action, err error) error {
 	if err == nil || errcode.Of(err) != errcode.Internal {
 		return err
@@ -235,7 +239,7 @@ func stepMistake(a Action, err error) error {
 		if what == "" {
 			what = "the selector"
 		}
-		return errcode.Hinted(err, errcode.InvalidAction,
+		return errcode.Hinted(selectorError{err}, errcode.InvalidAction,
 			"fix the selector of the "+string(a.Type)+" step: it must be valid CSS (an id or class with special characters needs escaping, e.g. #a\\:b)",
 			"%s is not a valid CSS selector", what)
 	case (a.Type == ActType || a.Type == ActPress) && strings.Contains(msg, "Element is not focusable"):
@@ -361,6 +365,18 @@ func isConnected(ctx context.Context, t *chromedp.Target, id cdp.NodeID) (bool, 
 // browserTarget is the browser-level session of tab t's browser.
 func (s *Session) browserTarget(t *tab) cdp.Session {
 	return chromedp.FromContext(t.ctx).Browser
+}
+
+// selectorError marks the browser's refusal of a selector as CSS.
+type selectorError struct{ error }
+
+func (e selectorError) Unwrap() error { return e.error }
+
+// IsSelectorError says whether err is, or wraps, the browser's refusal of
+// an action's selector as CSS.
+func IsSelectorError(err error) bool {
+	var se selectorError
+	return errors.As(err, &se)
 }
 
 // unreachable says, for the Chrome errors (net/base/net_error_list.h) of
@@ -831,7 +847,8 @@ func (s *Session) loginCheck(actx, ctx context.Context, t *tab, a Action) error 
 		return s.loginStatusErr(a.URL, int(r.Status), r.StatusText)
 	}
 	if navErr != nil {
-		return navErr
+		// Which page of the workflow could not load: the check's.
+		return errcode.Hinted(navErr, errcode.Of(navErr), errcode.HintOf(navErr), "login check")
 	}
 	// The document's own status too: a navigation that only changes the
 	// fragment (a hash-routed app) loads nothing, so no response event

@@ -4,14 +4,16 @@ import (
 	"errors"
 
 	"director/errcode"
+	"director/session"
 )
 
-// loginCheckMistake gives an invalid_action error of the login check (a
-// selector the browser refuses as CSS) the file, line and field of
-// login_check, as a step's error has its step's, and drops the browser's
-// JavaScript stack trace from the message. Other errors pass unchanged.
+// loginCheckMistake gives the error of a login check selector that the
+// browser refuses as CSS the file, line and field of login_check, as a
+// step's error has its step's, and drops the browser's JavaScript stack
+// trace from the message. Other errors pass unchanged (a page answered 404
+// is invalid_action too, and its hint is about the URL).
 func loginCheckMistake(w *Workflow, err error) error {
-	if errcode.Of(err) != errcode.InvalidAction || w.LoginCheck == nil {
+	if !session.IsSelectorError(err) || w.LoginCheck == nil {
 		return err
 	}
 	msg := err.Error()

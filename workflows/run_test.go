@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -921,6 +922,41 @@ func TestLoginCheckSelectorTheBrowserRefuses(t *testing.T) {
 	}
 	if h := errcode.HintOf(err); !strings.Contains(h, "login_wall_selector") {
 		t.Errorf("hint %q does not name the field", h)
+	}
+}
+
+// A login check whose page is not there (404) or whose site cannot be
+// reached fails with the session's own error and hint, about the URL; only
+// a selector the browser refuses gets login_check's selector hint.
+func TestLoginCheckPageErrorsKeepTheirHint(t *testing.T) {
+	e := newEnv(t)
+	// A port nothing listens on: taken, then given back.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String() + "/account"
+	l.Close()
+	missing := e.site.At("/no-such-page")
+	for _, c := range []struct {
+		name, url string
+		code      errcode.Code
+		msgHas    string
+		hintHas   string
+	}{
+		{"404", missing, errcode.InvalidAction, "login check: " + missing + " answered HTTP 404", "check login_check.url"},
+		{"unreachable", closed, errcode.Timeout, "login check: cannot load " + closed, "check the URL"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := e.wf(t, "name: lc\nprofile: null\nlogin_check:\n  url: "+c.url+"\n  login_wall_selector: '#login'\nsteps:\n  - navigate: SITE/\n")
+			_, err := e.run(t, w)
+			if errcode.Of(err) != c.code || !strings.Contains(err.Error(), c.msgHas) {
+				t.Fatalf("got %v [%s], want %s with %q", err, errcode.Of(err), c.code, c.msgHas)
+			}
+			if h := errcode.HintOf(err); !strings.Contains(h, c.hintHas) || strings.Contains(h, "selector") {
+				t.Errorf("hint %q: want %q, and nothing about selectors", h, c.hintHas)
+			}
+		})
 	}
 }
 
