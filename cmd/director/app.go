@@ -356,7 +356,11 @@ func quietUsageError(c *cli.Context, err error, _ bool) error {
 			hint = h
 		}
 	}
-	return errcode.New(errcode.InvalidInput, "%s", usageMessage(err)).WithHint("%s", hint)
+	msg := usageMessage(err)
+	if msg == "unknown flag --version" || msg == "unknown flag -v" || msg == "unknown flag -V" {
+		hint = "the version is a command: `director version`"
+	}
+	return errcode.New(errcode.InvalidInput, "%s", msg).WithHint("%s", hint)
 }
 
 // valueForm says what a value of flag f looks like, "" when the help says

@@ -27,6 +27,9 @@ import (
 // argument for a help topic).
 func interspersed(app *cli.App, args []string) ([]string, string, error) {
 	path := app.Name
+	if len(args) > 0 && args[len(args)-1] == completionFlag {
+		return args, path, nil // the shell's completion asks: urfave/cli answers
+	}
 	if len(args) < 2 {
 		return nil, path, needsCommand(app.Commands, path)
 	}
@@ -39,6 +42,7 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 	var global []string // global flags given after a command name
 	firstCmd := -1      // index in out of the first command name
 	help := false       // --help or -h anywhere, even where a value belongs
+	unknown := false    // a flag that is not the command's (urfave/cli reports it)
 	i := 0
 	for i < len(rest) {
 		a := rest[i]
@@ -54,6 +58,7 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 			// A global flag after a command name, as in "director
 			// profile --json list", moves up with the other late ones.
 			late := cmd != nil && !knownFlag(flags, a) && knownFlag(app.Flags, a)
+			unknown = unknown || (!late && !knownFlag(flags, a))
 			fl := flags
 			if late {
 				fl = app.Flags
@@ -102,7 +107,7 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 		return append(res, out[firstCmd:]...)
 	}
 	if cmd == nil || i >= len(rest) {
-		if !help && i >= len(rest) && (cmd == nil || len(cmds) > 0) {
+		if !help && !unknown && i >= len(rest) && (cmd == nil || len(cmds) > 0) {
 			return nil, path, needsCommand(cmds, path)
 		}
 		res := append(withGlobals(), rest[i:]...)
@@ -166,6 +171,10 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 	}
 	return append(res, positional...), path, nil
 }
+
+// completionFlag is the flag urfave/cli's bash completion script appends
+// to the line it completes (EnableBashCompletion).
+const completionFlag = "--generate-bash-completion"
 
 // needsCommand is the usage error of a line that stops at a command
 // group (`director profile`, or `director` alone): urfave/cli would print

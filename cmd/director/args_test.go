@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -176,6 +177,33 @@ func TestCommandGroupNeedsCommand(t *testing.T) {
 	}
 	if code, out, errOut := runDirector(t); code != 2 || out != "" || !strings.Contains(errOut, `missing command after "director"`) {
 		t.Errorf("director alone: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// A flag the line cannot have is said as such, not as a missing command.
+	for _, tt := range []struct {
+		args         []string
+		msgHas, hint string
+	}{
+		{[]string{"--bogus"}, "unknown flag --bogus", "run `director --help`"},
+		{[]string{"catalog", "--allow-empty-store"}, "unknown flag --allow-empty-store", "catalog --help`"},
+		{[]string{"--version"}, "unknown flag --version", "`director version`"},
+	} {
+		wantUsageError(t, home, tt.args, tt.msgHas, tt.hint)
+	}
+	// The shell's completion gets the commands, as urfave/cli gives them.
+	// It reads os.Args, so director's main runs in a process of its own.
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--generate-bash-completion"}, "profile\ncatalog\n"},
+		{[]string{"profile", "--generate-bash-completion"}, "create\nlist\n"},
+	} {
+		cmd := exec.Command(os.Args[0], append([]string{"--home", home}, tt.args...)...)
+		cmd.Env = append(os.Environ(), "DIRECTOR_TEST_MAIN=1")
+		out, err := cmd.Output()
+		if err != nil || !strings.HasPrefix(string(out), tt.want) {
+			t.Errorf("%v: %v, stdout %q", tt.args, err, out)
+		}
 	}
 	for _, args := range [][]string{{"profile", "--help"}, {"profile", "-h"}, {"help", "profile"}, {"--json", "profile", "--help"}, {"--help"}} {
 		code, out, errOut := runDirector(t, append([]string{"--home", home}, args...)...)
