@@ -65,12 +65,22 @@ func TestAdoptionOnlyUnderTheProfileLock(t *testing.T) {
 	if ids := snapshotIDs(t, m, "work"); slices.Contains(ids, newer.ID) {
 		t.Fatalf("verify added %s to the catalog while the profile was locked: %q", newer.ID, ids)
 	}
+	// A row whose archive is gone: a busy profile's rows stay as they are.
+	gone := catalog.Snapshot{ID: "work-20200101T000000Z-gone", Profile: "work", Store: catalog.StoreName(storage.ID(m.Store)),
+		ObjectKey: "work/work-20200101T000000Z-gone.tar.zst", ManifestKey: "work/work-20200101T000000Z-gone.manifest.json",
+		CreatedAt: time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if err := m.Catalog.UpsertSnapshot(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
 	res, err := p.Rebuild(ctx, false)
 	if errcode.Of(err) != errcode.ProfileInUse || !slices.Equal(res.Busy, []string{"work"}) {
 		t.Fatalf("rebuild while the profile is locked: %+v, %v [%s]; want profile_in_use naming work", res, err, errcode.Of(err))
 	}
-	if ids := snapshotIDs(t, m, "work"); slices.Contains(ids, newer.ID) {
-		t.Fatalf("rebuild added %s while the profile was locked: %q", newer.ID, ids)
+	if ids := snapshotIDs(t, m, "work"); slices.Contains(ids, newer.ID) || !slices.Contains(ids, gone.ID) {
+		t.Fatalf("rebuild changed the rows of work while it was locked: %q", ids)
+	}
+	if h := errcode.HintOf(err); !strings.Contains(h, "`director profile list`") {
+		t.Errorf("hint %q", h)
 	}
 	held.Unlock()
 
@@ -80,8 +90,8 @@ func TestAdoptionOnlyUnderTheProfileLock(t *testing.T) {
 	if ids := snapshotIDs(t, m, "work"); !slices.Contains(ids, newer.ID) {
 		t.Fatalf("verify with the lock free did not add %s: %q", newer.ID, ids)
 	}
-	if res, err := p.Rebuild(ctx, false); err != nil || len(res.Busy) != 0 {
-		t.Fatalf("rebuild: %+v, %v", res, err)
+	if res, err := p.Rebuild(ctx, false); err != nil || len(res.Busy) != 0 || !slices.Equal(res.Removed, []string{gone.ID}) {
+		t.Fatalf("rebuild: %+v, %v; want %s removed", res, err, gone.ID)
 	}
 }
 

@@ -364,7 +364,7 @@ func (m *Manager) refuseIfRunning(name string) error {
 	}
 	if inUse {
 		return errcode.New(errcode.ProfileInUse, "Chrome is running on profile %q (%s)", name, info.Reason).
-			WithHint("close that Chrome window (or let the `director profile open %s` or `director run` on it finish), then retry", name)
+			WithHint("close that Chrome window (or let the `director profile open %s` or the workflow run on it finish), then retry", name)
 	}
 	removed, err := launcher.CleanRuntimeFiles(dir)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -1293,7 +1294,7 @@ func (m *Manager) Rebuild(ctx context.Context, allowEmpty bool) (*RebuildResult,
 		}
 	}
 	for _, s := range known {
-		if !present[s.ObjectKey] {
+		if !present[s.ObjectKey] && !slices.Contains(res.Busy, s.Profile) {
 			if err := m.Catalog.DeleteSnapshot(ctx, store, s.ID); err != nil {
 				return res, err
 			}
@@ -1303,7 +1304,7 @@ func (m *Manager) Rebuild(ctx context.Context, allowEmpty bool) (*RebuildResult,
 	if len(res.Busy) > 0 {
 		return res, errcode.New(errcode.ProfileInUse, "catalog rebuild of %s: profile(s) %s were in use by another director command, and their snapshots were left as the catalog had them (%d added, %d removed)",
 			store, strings.Join(res.Busy, ", "), len(res.Added), len(res.Removed)).
-			WithHint("run `director catalog rebuild` again once the snapshot, restore, prune, run or `director profile open` on them has finished")
+			WithHint("run `director catalog rebuild` again once the director commands on them have finished (`director profile list` says which profiles are in use)")
 	}
 	if res.Undecryptable > 0 {
 		return res, errcode.Hinted(firstKeyErr, errcode.DecryptFailed,
