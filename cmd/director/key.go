@@ -68,7 +68,16 @@ func loadKeys(c *cli.Context, use keyUse) (rs []age.Recipient, ids []age.Identit
 		}
 	}
 	if path, isDefault := identityPath(c); use&useIdentity != 0 && path != "" {
-		if ids, err = loadIdentity(path, isDefault); err != nil {
+		ids, err = loadIdentity(path, isDefault)
+		if err != nil && isDefault {
+			// Nobody asked for this file: it only stands in for an unset
+			// setting. A plaintext snapshot needs no key, so say what is
+			// wrong with it and go on; an encrypted one then fails with
+			// decrypt_failed, after this warning.
+			getGlobals(c).Log.Warn("the default age identity is not used: "+oneLine(err.Error()), "hint", errcode.HintOf(err))
+			return rs, nil, nil
+		}
+		if err != nil {
 			return nil, nil, err
 		}
 	}
