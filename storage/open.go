@@ -167,18 +167,28 @@ func Redact(rawURL string) string { return redactURL(rawURL) }
 // also from the endpoint parameter (endpoint=https://KEY:SECRET@host), and
 // the values of query parameters other than endpoint, region and insecure
 // (a mistaken ?secret_key=… is echoed as ?secret_key=REDACTED).
+//
+// A secret typed unescaped may hold any of "/", "?" and "&" (AWS secret
+// keys hold "/"; MinIO and versitygw take any), so the user:password parts
+// are found before the URL is split at "?" or "&": in the endpoint
+// parameter, everything from its value (after its scheme) to the last "@"
+// after it; before the bucket, everything up to the last "@" before that
+// parameter.
 func redactURL(rawURL string) string {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
 		return rawURL
 	}
-	rest, query, hasQuery := strings.Cut(rest, "?")
-	// Everything up to the last "@" is taken for a user:password part, even
-	// past a "/": a secret typed unescaped may hold one (AWS secret keys do),
-	// and url.Parse then takes the rest of it for the path.
-	if i := strings.LastIndex(rest, "@"); i >= 0 {
-		rest = "REDACTED@" + rest[i+1:]
+	const ep = "endpoint="
+	head, tail := rest, ""
+	if i := strings.Index(rest, ep); i >= 0 {
+		head, tail = rest[:i+len(ep)], rest[i+len(ep):]
+		tail = redactEndpoint(tail)
 	}
+	if i := credentialsEnd(head); i >= 0 {
+		head = "REDACTED@" + head[i+1:]
+	}
+	rest, query, hasQuery := strings.Cut(head+tail, "?")
 	out := scheme + "://" + rest
 	if !hasQuery {
 		return out
@@ -232,10 +242,9 @@ func credentialsEnd(s string) int {
 // password (`invalid port ":SECRET" after host` for a secret holding a
 // "/"), so that is all it says.
 func parseErr(rawURL string, err error) error {
-	if _, rest, ok := strings.Cut(rawURL, "://"); ok {
-		if rest, _, _ = strings.Cut(rest, "?"); strings.Contains(rest, "@") {
-			return errors.New("credentials do not belong in the URL")
-		}
+	if _, rest, ok := strings.Cut(rawURL, "://"); ok && credentialsEnd(rest) >= 0 {
+		// Anywhere: a password may hold a "?" (see redactURL).
+		return errors.New("credentials do not belong in the URL")
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

@@ -85,7 +85,20 @@ func openS3(rawURL string, opts Options) (Store, error) {
 		}
 	}
 	lookup := minio.BucketLookupAuto
-	for k, vs := range u.Query() {
+	// ParseQuery, not u.Query(), which drops what it cannot read: a
+	// "&" typed as ";" or a bad %-escape lost the endpoint, and the store
+	// became AWS's, over plain http with insecure=true.
+	if credentialsEnd(u.RawQuery) >= 0 {
+		// Before the parameters are read and named: a password holding
+		// a "&" would make a piece of it a parameter's name.
+		return nil, badURL(rawURL, "credentials do not belong in the endpoint").
+			WithHint("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or --aws-access-key-id and --aws-secret-access-key), and give the endpoint as host:port or https://host:port/path")
+	}
+	query, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, badURL(rawURL, "the parameters after \"?\" do not read as name=value pairs joined by \"&\" (a \";\" or a bad %%-escape?)")
+	}
+	for k, vs := range query {
 		v := ""
 		if len(vs) > 0 {
 			v = vs[len(vs)-1]

@@ -461,6 +461,25 @@ func TestLocation(t *testing.T) {
 // or of its endpoint parameter (escaped or not), the values of unknown
 // parameters (?secret_key=…), and url.Parse's own error, which quotes the
 // whole URL.
+// A query that does not read as name=value pairs fails: url.URL.Query
+// dropped the bad part, and the store went to AWS (over plain http with
+// insecure=true) instead of the endpoint the URL named.
+func TestStoreURLQueryThatDoesNotRead(t *testing.T) {
+	for _, rawURL := range []string{
+		"s3://bucket/pfx?endpoint=127.0.0.1:9000;insecure=true",
+		"s3://bucket/pfx?insecure=true&endpoint=127.0.0.1:9000;",
+		"s3://bucket/pfx?endpoint=127.0.0.1:9000%",
+		"s3://bucket/pfx?endpoint=127.0.0.1:9000&region=eu%zz",
+	} {
+		t.Run(rawURL, func(t *testing.T) {
+			st, err := Open(context.Background(), rawURL, Options{AWSAccessKeyID: "a", AWSSecretAccessKey: "b"})
+			if errcode.Of(err) != errcode.InvalidInput || !strings.Contains(err.Error(), "name=value") {
+				t.Fatalf("Open = %v, %v: want invalid_input about the parameters", st, err)
+			}
+		})
+	}
+}
+
 func TestBadStoreURLsHideCredentials(t *testing.T) {
 	const secret = "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY"
 	// AWS secret keys hold "/" and "+": AWS's own example key does.
@@ -483,6 +502,12 @@ func TestBadStoreURLsHideCredentials(t *testing.T) {
 		"supabase://svc:" + secret + "@bucket/pfx",
 		"supabase://svc:" + secret + "%zz@bucket/pfx",
 		"file:///tmp/x?secret=" + secret,
+		// A secret may hold "?" and "&" too (MinIO and versitygw take
+		// any): the URL is not to be split at them before the "@".
+		"s3://AKID:wJalrXUtnF?EMIK7MDENG@bucket/pfx?endpoint=127.0.0.1:9000&insecure=true",
+		"s3://bucket/pfx?endpoint=http://AKID:wJalrXUtnF&EMIK7MDENG@127.0.0.1:9000",
+		"s3://AKID:wJalrXUtnF/EMI@bucket/p?endpoint=http://AKID:K7MDENG&EXAMPLEKEY@127.0.0.1:9000",
+		"supabase://svc:wJalrXUtnF?EMIK7MDENG@bucket/pfx",
 	} {
 		t.Run(rawURL, func(t *testing.T) {
 			_, err := Open(context.Background(), rawURL, opts)
