@@ -1065,6 +1065,14 @@ func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWith
 // store's own hint says what is wrong (refused credentials, a missing
 // bucket, a server that is down), which a generic "retry when the store is
 // reachable" would hide.
+// storeDown says whether err is a store that did not answer: a call that
+// ran out of time, or a server that cannot be reached. The calls that would
+// follow would fail the same way, each after its own wait.
+func storeDown(err error) bool {
+	p := storage.ProblemOf(err)
+	return err != nil && (p == storage.ProblemTimeout || p == storage.ProblemUnreachable)
+}
+
 func storeHint(err error, then string) string {
 	h := errcode.HintOf(err)
 	if h == "" {

@@ -80,6 +80,11 @@ func (m *Manager) refuseEmptyStore(ctx context.Context, store, name string) erro
 		return err
 	}
 	if objs, err := m.Store.List(ctx, name+"/"); err != nil || len(objs) > 0 || !m.storeEmpty(ctx) {
+		if storeDown(err) {
+			// A store that does not answer will not take the upload
+			// either: one wait, not one for every call that follows.
+			return errcode.Hinted(err, errcode.Of(err), storeHint(err, "nothing was stored"), "snapshot of %q", name)
+		}
 		if err != nil {
 			m.log().Debug("cannot list the store before a snapshot", "profile", name, "err", err)
 		}
@@ -145,7 +150,12 @@ func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) 
 	man, pErr := <-made, <-prodErr
 	prog.finish() // the producer, which drew it, is done
 	if pErr != nil || putErr != nil {
-		m.removeObjects(archiveKey)
+		if !storeDown(putErr) {
+			// A store that does not answer has no object to remove (an
+			// upload that was stored after all is a stray, which prune
+			// removes), and a delete would only wait once more.
+			m.removeObjects(archiveKey)
+		}
 		if errors.Is(putErr, storage.ErrTooLarge) {
 			return nil, m.tooLarge(name) // putErr says no more than this
 		}
@@ -853,6 +863,11 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, adopt bool, 
 		return row, m.newestUnreadable(name, locked, lockedErr,
 			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots are encrypted to; a newly generated key cannot decrypt them",
 			"; nothing was restored")
+	}
+	if storeDown(adoptErr) {
+		// The download that would follow waits for it again.
+		return row, errcode.Hinted(adoptErr, errcode.Of(adoptErr), storeHint(adoptErr, "then retry"),
+			"listing the snapshots of %q in %s", name, m.Store)
 	}
 	if adoptErr != nil && err == nil {
 		// Reported by the caller (warnUnlisted) when it goes on: when it
