@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"time"
 
 	"director/errcode"
@@ -165,6 +166,8 @@ func diagnose(err error) (Problem, string, string) {
 		d = "unreachable endpoint: connection refused, DNS failure or TLS mismatch"
 	case ProblemClockSkew:
 		d = "clock skew: the store rejects this machine's time"
+	case ProblemRegion:
+		d = "wrong region: the store URL's region is not the bucket's"
 	case ProblemServer:
 		d = "the store is failing (server errors or inconsistent answers)"
 	case ProblemLocal:
@@ -178,6 +181,10 @@ func diagnose(err error) (Problem, string, string) {
 	}
 	if hint == "" {
 		hint = problemHint(p)
+	}
+	if strings.Contains(hint, "store check`") {
+		// This is the store check: it would only say the same again.
+		hint = "check the store URL, the credentials and the server's logs; --log-level debug shows each request"
 	}
 	return p, d, hint
 }

@@ -25,6 +25,7 @@ const (
 	ProblemNoBucket    Problem = "missing_bucket" // the bucket does not exist
 	ProblemUnreachable Problem = "unreachable"    // connection refused, DNS failure, TLS failure
 	ProblemClockSkew   Problem = "clock_skew"     // the server rejects our clock
+	ProblemRegion      Problem = "region"         // the store URL's region is not the server's
 	ProblemServer      Problem = "server_error"   // 5xx, throttling
 	ProblemTimeout     Problem = "timeout"        // a call ran out of time
 	ProblemNotFound    Problem = "not_found"      // the object does not exist
@@ -75,6 +76,8 @@ func problemHint(p Problem) string {
 		return "check the store folder's path, permissions and free space"
 	case ProblemTimeout:
 		return "the store did not answer in time; check the network and retry"
+	case ProblemRegion:
+		return "set region=REGION in the store URL to the bucket's region"
 	default:
 		return "retry; if it keeps failing run: `director store check`"
 	}

@@ -240,6 +240,13 @@ func (s *s3Store) classify(ctx context.Context, what string, err error) error {
 		return derr
 	}
 	resp := minio.ToErrorResponse(err)
+	if resp.Region != "" && resp.Region != s.region {
+		// The server names the bucket's region (AuthorizationHeaderMalformed,
+		// or a redirect to another region): the URL's is wrong, and no key
+		// or retry helps.
+		return fail(s, what, ProblemRegion, false,
+			fmt.Sprintf("bucket %s is in region %s, not %s: set region=%s in the store URL", s.bucket, resp.Region, s.region, resp.Region), err)
+	}
 	switch resp.Code {
 	case "NoSuchKey", "NotFound":
 		return fail(s, what, ProblemNotFound, false, "", err)
@@ -326,10 +333,18 @@ func (s *s3Store) Stat(ctx context.Context, key string) (Object, error) {
 		obj = Object{Key: key, Size: info.Size, Modified: info.LastModified.UTC()}
 		return nil
 	})
-	if p := ProblemOf(err); p == ProblemNotFound || p == ProblemCredentials {
+	// A HEAD answer has no body to say why: a listing's does (a 400 is
+	// the wrong region, on versitygw and AWS alike).
+	if p := ProblemOf(err); p == ProblemNotFound || p == ProblemCredentials || badRequest(err) {
 		return Object{}, s.explainHead(ctx, key, what, err)
 	}
 	return obj, err
+}
+
+// badRequest says whether err holds an S3 answer of 400 Bad Request.
+func badRequest(err error) bool {
+	var er minio.ErrorResponse
+	return errors.As(err, &er) && er.StatusCode == http.StatusBadRequest
 }
 
 func (s *s3Store) Get(ctx context.Context, key string) (io.ReadCloser, Object, error) {

@@ -492,3 +492,36 @@ func TestS3SweepAbortsAbandonedUploads(t *testing.T) {
 		t.Fatalf("Sweep with the server down = %v (code %s), want storage_unavailable", err, errcode.Of(err))
 	}
 }
+
+// A store URL whose region is not the server's: every call, the stat
+// before an upload and the listing alike, names the region problem, and
+// the hint names the region the server expects, not the credentials nor
+// `director store check` (which says the same).
+func TestS3WrongRegion(t *testing.T) {
+	srv := s3test.Start(t)
+	s := mustOpen(t, srv.StoreURL("rg")+"&region=eu-west-3", s3opts(srv))
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		do   func() error
+	}{
+		{"stat", func() error { _, err := s.Stat(ctx, "p/x"); return err }},
+		{"list", func() error { _, err := s.List(ctx, "p/"); return err }},
+		{"put", func() error { return s.Put(ctx, "p/x", strings.NewReader("x"), 1) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.do()
+			t.Logf("%v; hint %q; problem %q", err, errcode.HintOf(err), ProblemOf(err))
+			if errcode.Of(err) != errcode.StorageUnavailable || ProblemOf(err) != ProblemRegion {
+				t.Fatalf("%v [%s, %s], want storage_unavailable, region", err, errcode.Of(err), ProblemOf(err))
+			}
+			if h := errcode.HintOf(err); !strings.Contains(h, "region=us-east-1") || strings.Contains(h, "store check") || strings.Contains(h, "AWS_ACCESS_KEY_ID") {
+				t.Errorf("hint %q: want region=us-east-1, and nothing about credentials or store check", h)
+			}
+		})
+	}
+	rep := Check(ctx, s)
+	if rep.OK || rep.Problem != ProblemRegion || !strings.Contains(rep.Diagnosis, "wrong region") || !strings.Contains(rep.Hint, "region=us-east-1") {
+		t.Errorf("store check: %+v, want the region diagnosed", rep)
+	}
+}

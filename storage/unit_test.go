@@ -521,3 +521,15 @@ func TestBadStoreURLsHideCredentials(t *testing.T) {
 		})
 	}
 }
+
+// The store check's own hint never sends the user to the store check.
+func TestDiagnoseNeverSuggestsStoreCheck(t *testing.T) {
+	for _, err := range []error{
+		fail(&fileStore{dir: "/x"}, "put", "", false, "", errors.New("boom")),
+		errcode.New(errcode.StorageUnavailable, "odd").WithHint("retry; if it keeps failing run: `director store check`"),
+	} {
+		if _, d, hint := diagnose(err); strings.Contains(hint, "store check") || d == "" {
+			t.Errorf("diagnose(%v) = %q, %q", err, d, hint)
+		}
+	}
+}
