@@ -60,7 +60,7 @@ func (m *Manager) encrypting() bool { return len(m.Recipients) > 0 }
 func (m *Manager) SnapshotAllowed() error {
 	if storage.IsRemote(m.Store) && !m.encrypting() && !m.InsecureNoEncryption {
 		return errcode.New(errcode.InvalidInput, "refusing to upload an unencrypted profile to %s: archives hold live cookies", m.Store).
-			WithHint("set DIRECTOR_AGE_RECIPIENTS (create a key with `director key generate`), or pass --insecure-no-encryption")
+			WithHint("set DIRECTOR_AGE_RECIPIENTS to your identity's public key, which `director key recipient` prints (`director key generate` makes an identity if you have none), or pass --insecure-no-encryption")
 	}
 	return nil
 }

@@ -33,6 +33,14 @@ func openFile(rawURL, rest string) (Store, error) {
 	if p == "" {
 		return nil, badURL(rawURL, "empty path")
 	}
+	host, _, _ := strings.Cut(p, "/")
+	if credentialsEnd(host) >= 0 || strings.Contains(p, "@") && !strings.HasPrefix(p, "/") {
+		// Before anything quotes the path: it would show the password.
+		return nil, badURL(rawURL, "a file:// URL takes no user or password").WithHint("use file:///abs/path")
+	}
+	if rest, ok := strings.CutPrefix(p, "localhost/"); ok {
+		p = "/" + rest // RFC 8089: file://localhost/path is /path
+	}
 	if strings.ContainsAny(p, "?#") {
 		return nil, badURL(rawURL, "file:// URLs take no query or fragment")
 	}

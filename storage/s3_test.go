@@ -40,6 +40,9 @@ func TestOpenURLs(t *testing.T) {
 	}{
 		{"file:///tmp/x/snapshots", full, "file:///tmp/x/snapshots", false},
 		{"file:///tmp/x/../y", full, "file:///tmp/y", false},
+		{"file://localhost/tmp/x", full, "file:///tmp/x", false}, // RFC 8089
+		{"file://user:pw@/tmp/x", full, "", false},
+		{"file://user@localhost/tmp/x", full, "", false},
 		{"s3://bucket", full, "s3://bucket", true},
 		{"S3://bucket/x", full, "s3://bucket/x", true},
 		{"s3://bucket/a/b/?region=eu-west-1", full, "s3://bucket/a/b?region=eu-west-1", true},

@@ -508,6 +508,7 @@ func TestBadStoreURLsHideCredentials(t *testing.T) {
 		"s3://bucket/pfx?endpoint=http://AKID:wJalrXUtnF&EMIK7MDENG@127.0.0.1:9000",
 		"s3://AKID:wJalrXUtnF/EMI@bucket/p?endpoint=http://AKID:K7MDENG&EXAMPLEKEY@127.0.0.1:9000",
 		"supabase://svc:wJalrXUtnF?EMIK7MDENG@bucket/pfx",
+		"file://svc:" + secret + "@/tmp/x",
 	} {
 		t.Run(rawURL, func(t *testing.T) {
 			_, err := Open(context.Background(), rawURL, opts)

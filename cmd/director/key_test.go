@@ -483,3 +483,26 @@ func TestDefaultIdentity(t *testing.T) {
 		}
 	})
 }
+
+// The refusal of a plaintext upload to a remote store names a command that
+// works on a machine that already has an identity: `key recipient` prints
+// the public key to set; `key generate` there only says the file exists.
+func TestPlaintextUploadHintPastes(t *testing.T) {
+	home := withProfile(t)
+	t.Setenv("SUPABASE_URL", "https://abcdefgh.supabase.co")
+	t.Setenv("SUPABASE_SERVICE_KEY", "k")
+	if code, _, errOut := runDirector(t, "--home", home, "key", "generate"); code != 0 {
+		t.Fatal(errOut)
+	}
+	code, out, _ := runDirector(t, "--home", home, "--store", "supabase://bucket/team", "--json", "profile", "snapshot", "work")
+	e, _ := decodeJSON(t, out)["error"].(map[string]any)
+	hint, _ := e["hint"].(string)
+	m := regexp.MustCompile("`(director [^`]*key recipient)`").FindStringSubmatch(hint)
+	if code != errcode.ExitUsage || m == nil {
+		t.Fatalf("exit %d, %s: want invalid_input whose hint names key recipient", code, out)
+	}
+	code, rcpt, errOut := runDirector(t, strings.Fields(strings.TrimPrefix(m[1], "director "))...)
+	if code != 0 || !strings.HasPrefix(rcpt, "age1") {
+		t.Fatalf("the pasted %q: exit %d, %q %s", m[1], code, rcpt, errOut)
+	}
+}

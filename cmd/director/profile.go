@@ -405,9 +405,13 @@ func profileCommands() []*cli.Command {
 				g.emit(map[string]any{"status": "ok", "snapshots": list}, func(w io.Writer) {
 					if len(list) == 0 {
 						if name := c.Args().First(); name != "" {
-							fmt.Fprintf(w, "no snapshots of %s in %s: %s\n", name, m.Store, g.hints.hint(m.FirstSnapshotHint(name)))
+							// The catalog's rows only: another machine's
+							// snapshots are found by rebuild (and restore).
+							fmt.Fprintf(w, "no snapshots of %s in the catalog for %s: %s; snapshots another machine stored there are listed after %s\n",
+								name, m.Store, g.hints.hint(m.FirstSnapshotHint(name)), g.hints.hint("`director catalog rebuild`"))
 						} else {
-							fmt.Fprintf(w, "no snapshots in %s: %s makes one\n", m.Store, g.hints.command("profile snapshot NAME"))
+							fmt.Fprintf(w, "no snapshots in the catalog for %s: %s makes one; snapshots another machine stored there are listed after %s\n",
+								m.Store, g.hints.command("profile snapshot NAME"), g.hints.hint("`director catalog rebuild`"))
 						}
 						return
 					}
