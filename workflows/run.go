@@ -396,7 +396,7 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 		IdleTimeout:       w.Session.IdleTimeout,
 		MaxDuration:       w.Session.MaxDuration,
 		ActionTimeout:     w.Browser.Timeout,
-		Audit:             r.sink(),
+		Audit:             r.sink(w),
 		Log:               r.log(),
 		LoginWallSelector: wallSelector(w),
 		LoggedInSelector:  loggedInSelector(w),
@@ -787,11 +787,17 @@ func nonEmpty(s, def string) string {
 }
 
 // sink records session events in the catalog.
-func (r *Runner) sink() session.AuditSink {
+func (r *Runner) sink(w *Workflow) session.AuditSink {
 	if r.Catalog == nil {
 		return nil
 	}
-	return CatalogSink(r.Catalog)
+	cat := CatalogSink(r.Catalog)
+	// An event's detail names selectors and URLs, which may hold a value
+	// from the environment: the audit log keeps its reference, as messages do.
+	return session.AuditFunc(func(ctx context.Context, e session.Event) error {
+		e.Detail = w.Redact(e.Detail)
+		return cat.Record(ctx, e)
+	})
 }
 
 // CatalogSink is an AuditSink that writes events to the catalog's audit log.

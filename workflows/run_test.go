@@ -683,6 +683,8 @@ func TestErrorsNeverQuoteEnvValues(t *testing.T) {
 		{"through vars", `evaluate: "JSON.parse('${vars.t}')"`, errcode.InvalidAction},
 		{"assert names its pattern", "assert: {url: \"*${env.TOKEN}*\"}\n    timeout: 300ms", errcode.Timeout},
 		{"thrown by the page", "evaluate: \"(() => { throw new Error('bad token ' + '${env.TOKEN}') })()\"", errcode.InvalidAction},
+		// The audit event's detail names the selector.
+		{"a selector names it", "click: \"a[href='/${env.TOKEN}']\"\n    timeout: 300ms", errcode.ElementNotFound},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -725,11 +727,37 @@ func TestErrorsNeverQuoteEnvValues(t *testing.T) {
 	}
 }
 
+// A value with characters Chrome and Go escape differently in a URL (a
+// space is %20 to Chrome, "!" stays) is still shown as its reference when
+// an error quotes the page's URL.
+func TestErrorsNeverQuoteEnvValuesChromeEscaped(t *testing.T) {
+	e := newEnv(t)
+	const token = "my pass!x"
+	src := "name: esc\nprofile: null\nsteps:\n  - navigate: \"" + e.site.URL + "/?t=${env.TOKEN}\"\n  - click: \"#nope\"\n    timeout: 300ms\n"
+	w, err := Parse("esc.yaml", []byte(src), LoadOptions{LookupEnv: func(k string) (string, bool) { return token, k == "TOKEN" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.run(t, w)
+	if errcode.Of(err) != errcode.ElementNotFound {
+		t.Fatalf("got %v [%s], want element_not_found", err, errcode.Of(err))
+	}
+	out, _ := json.Marshal(res)
+	for what, s := range map[string]string{"error": err.Error(), "--json result": string(out)} {
+		if strings.Contains(s, "my%20pass") || strings.Contains(s, "my pass") || strings.Contains(s, "my+pass") {
+			t.Errorf("%s holds the value of TOKEN: %s", what, s)
+		}
+	}
+	if !strings.Contains(err.Error(), "${env.TOKEN}") {
+		t.Errorf("the error does not show the reference: %v", err)
+	}
+}
+
 // Redact replaces the longest value first, leaves short values alone and
 // leaves a workflow without env values untouched.
 func TestRedact(t *testing.T) {
-	env := map[string]string{"A": "abcd", "B": "abcdefgh", "SHORT": "ab"}
-	w, err := Parse("r.yaml", []byte("name: r\nprofile: null\nvars:\n  a: ${env.A}\n  b: ${env.B}\n  s: ${env.SHORT}\nsteps:\n  - navigate: http://127.0.0.1/\n"),
+	env := map[string]string{"A": "abcd", "B": "abcdefgh", "SHORT": "ab", "T": "my pass!|{x}"}
+	w, err := Parse("r.yaml", []byte("name: r\nprofile: null\nvars:\n  a: ${env.A}\n  b: ${env.B}\n  s: ${env.SHORT}\n  t: ${env.T}\nsteps:\n  - navigate: http://127.0.0.1/\n"),
 		LoadOptions{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 	if err != nil {
 		t.Fatal(err)
@@ -739,6 +767,13 @@ func TestRedact(t *testing.T) {
 		{"abcd and abcdefgh", "${env.A} and ${env.B}"},
 		{"ab stays", "ab stays"},
 		{"nothing", "nothing"},
+		// Escaped as Go does, and as Chrome does (a space as %20, "!",
+		// "|" and braces as they are, or some of them escaped).
+		{"on http://h/?t=my+pass%21%7C%7Bx%7D: gone", "on http://h/?t=${env.T}: gone"},
+		{"on http://h/?t=my%20pass!|{x}: gone", "on http://h/?t=${env.T}: gone"},
+		{"on http://h/my%20pass%21|%7Bx}: gone", "on http://h/${env.T}: gone"},
+		{"100% sure, no secret %zz", "100% sure, no secret %zz"},
+		{"a%20b stays escaped", "a%20b stays escaped"},
 	}
 	for _, c := range cases {
 		if got := w.Redact(c.in); got != c.want {

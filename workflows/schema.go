@@ -3,6 +3,7 @@ package workflows
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -60,11 +61,48 @@ func (w *Workflow) Redact(msg string) string {
 	return redact(w.secrets, msg)
 }
 
-// redact replaces in msg each key of secrets with its value.
+// redact replaces in msg each key of secrets with its value. The keys hold
+// a value's URL-escaped forms as Go writes them, but Chrome escapes URLs
+// its own way (a space as %20, "!" and "|" as they are): when msg holds a
+// value only once its %XX escapes are decoded, the decoded msg is
+// redacted instead.
 func redact(secrets map[string]string, msg string) string {
 	if len(secrets) == 0 {
 		return msg
 	}
+	msg = replaceSecrets(secrets, msg)
+	if dec := percentDecoded(msg); dec != msg {
+		for v := range secrets {
+			if strings.Contains(dec, v) {
+				return replaceSecrets(secrets, dec)
+			}
+		}
+	}
+	return msg
+}
+
+// percentDecoded is s with every valid %XX escape decoded; anything else,
+// a stray "%" included, is left as it is.
+func percentDecoded(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// replaceSecrets replaces in msg each key of secrets found in it.
+func replaceSecrets(secrets map[string]string, msg string) string {
 	vals := make([]string, 0, len(secrets))
 	for v := range secrets {
 		if strings.Contains(msg, v) {
