@@ -767,8 +767,10 @@ func (d *decoder) checkURL(s, field string, line int, allowBlank bool) bool {
 		return true
 	}
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		d.add(line, field, "must be an absolute http:// or https:// URL, got %q", s)
+	// Hostname, not Host: "http://:8080/" (a var that came out empty) has
+	// a port and no host, and Chrome refuses it only at run time.
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		d.add(line, field, "must be an absolute http:// or https:// URL with a host, got %q", s)
 		return false
 	}
 	return true

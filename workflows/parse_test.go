@@ -187,6 +187,7 @@ func TestParseErrors(t *testing.T) {
 		{"step retries", head + "steps:\n  - navigate: http://h/\n    retries: 99\n", 5, "steps[0].retries", "from 0 to 10"},
 		{"step retries text", head + "steps:\n  - navigate: http://h/\n    retries: many\n", 5, "steps[0].retries", "whole number"},
 		{"navigate relative", head + "steps:\n  - navigate: /login\n", 4, "steps[0].navigate.url", "absolute http"},
+		{"navigate without a host", head + "steps:\n  - navigate: 'http://:8080/'\n", 4, "steps[0].navigate.url", "with a host"},
 		{"navigate missing url", head + "steps:\n  - navigate: {}\n", 4, "steps[0].navigate.url", "required"},
 		{"navigate unknown key", head + "steps:\n  - navigate: {url: http://h/, wait: true}\n", 4, "steps[0].navigate.wait", "unknown key"},
 		{"click empty", head + "steps:\n  - click: ''\n", 4, "steps[0].click.selector", "non-empty CSS selector"},
