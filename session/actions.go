@@ -677,13 +677,54 @@ func (s *Session) screenshot(actx, ctx context.Context, t *tab, a Action) (strin
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(a.File), 0o700); err != nil {
+	path, err := writeInside(a.Dir, a.File, buf)
+	if err != nil {
 		return "", errcode.Hinted(err, errcode.Internal, "check that the artifacts directory is writable", "cannot write the screenshot")
 	}
-	if err := os.WriteFile(a.File, buf, 0o600); err != nil {
-		return "", errcode.Hinted(err, errcode.Internal, "check that the artifacts directory is writable", "cannot write the screenshot")
+	return path, nil
+}
+
+// writeInside writes data to the file name (slash-separated, relative to
+// dir; or a path of its own when dir is "") with mode 0600, and returns its
+// path. It writes a new file and renames it over name, inside dir through
+// os.Root: a symlink already at name (or on the way to it) in a shared
+// artifacts directory is replaced or refused, never written through to a
+// file outside it.
+func writeInside(dir, name string, data []byte) (string, error) {
+	if dir == "" {
+		dir, name = filepath.Split(name)
 	}
-	return a.File, nil
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	rel := filepath.FromSlash(name)
+	if sub := filepath.Dir(rel); sub != "." {
+		if err := root.MkdirAll(sub, 0o700); err != nil {
+			return "", err
+		}
+	}
+	tmp := filepath.Join(filepath.Dir(rel), "."+filepath.Base(rel)+".tmp-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = root.Rename(tmp, rel)
+	}
+	if werr != nil {
+		_ = root.Remove(tmp)
+		return "", werr
+	}
+	return filepath.Join(dir, rel), nil
 }
 
 func (s *Session) assert(actx, ctx context.Context, t *tab, a Action) error {

@@ -289,6 +289,31 @@ func TestActions(t *testing.T) {
 	if st, _ := os.Stat(file); st.Mode().Perm() != 0o600 {
 		t.Fatalf("screenshot mode %v, want 0600", st.Mode().Perm())
 	}
+	// A symlink already in a shared artifacts directory, at the name or on
+	// the way to it, is never written through to the file outside.
+	arts, outside := t.TempDir(), filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(outside, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(arts, "s.png")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Dir(outside), filepath.Join(arts, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	got := f.do(t, Action{Type: ActScreenshot, Dir: arts, File: "s.png"}).File
+	if st, err := os.Lstat(got); err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 || got != filepath.Join(arts, "s.png") {
+		t.Errorf("screenshot over a symlink: %s %v %v", got, st, err)
+	}
+	if _, err := f.s.Do(context.Background(), Action{Type: ActScreenshot, Dir: arts, File: "sub/t.png"}); err == nil {
+		t.Error("a screenshot was written through a symlinked directory")
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "keep" {
+		t.Errorf("the file outside the artifacts directory was overwritten (%d bytes)", len(b))
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(outside), "t.png")); err == nil {
+		t.Error("t.png was written outside the artifacts directory")
+	}
 
 	// Tabs.
 	res := f.do(t, Action{Type: ActOpenTab, URL: f.site.At("/landing")})

@@ -156,7 +156,8 @@ type Action struct {
 	Extract    string
 	Attribute  string
 	Expression string // evaluate
-	File       string // screenshot: the file to write (0600)
+	File       string // screenshot: the file to write (0600), relative to Dir
+	Dir        string // screenshot: the directory File is in and never leaves (the artifacts directory)
 	FullPage   bool
 	State      string // wait_for selector: visible (default) or hidden
 	Duration   time.Duration

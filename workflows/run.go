@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -764,7 +763,7 @@ func (r *Runner) step(ctx context.Context, w *Workflow, s *session.Session, st *
 		FullPage: st.FullPage, State: st.State, Duration: st.Duration, Tab: st.Tab}
 	a.Type = session.ActionType(st.Kind)
 	if st.Kind == StepScreenshot {
-		a.File = filepath.Join(artifacts, filepath.FromSlash(st.File))
+		a.Dir, a.File = artifacts, st.File
 	}
 	out, err := s.Do(ctx, a)
 	if err != nil {
