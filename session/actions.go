@@ -417,6 +417,17 @@ func (s *Session) navigate(actx context.Context, t *tab, u string) error {
 	if err == nil {
 		return nil
 	}
+	if actx.Err() != nil && t.ctx.Err() == nil {
+		// Out of time while the page still loads: stop it, or the next
+		// navigation of the tab (a retry of this step) is aborted by it
+		// (net::ERR_ABORTED).
+		sctx, cancel := context.WithTimeout(t.ctx, 2*time.Second)
+		_ = chromedp.Do(sctx, chromedp.Func(func(c context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(c, tg, page.StopLoading, cdp.Empty{})
+			return err
+		}))
+		cancel()
+	}
 	var le *chromedp.LoadError
 	if errors.As(err, &le) {
 		if what, ok := unreachable(le.ErrorText); ok {

@@ -960,6 +960,21 @@ func TestLoginCheckSelectorTheBrowserRefuses(t *testing.T) {
 	}
 }
 
+// A navigate that runs out of time is retried as a navigate: each attempt
+// times out, none is aborted by the page the one before left loading
+// (net::ERR_ABORTED, internal_error on the second attempt).
+func TestNavigateRetriesAfterTimeout(t *testing.T) {
+	e := newEnv(t)
+	w := e.wf(t, "name: slow\nprofile: null\nsteps:\n  - navigate: SITE/slow?ms=3000\n    timeout: 500ms\n    retries: 2\n")
+	res, err := e.run(t, w)
+	if errcode.Of(err) != errcode.Timeout {
+		t.Fatalf("got %v [%s], want timeout", err, errcode.Of(err))
+	}
+	if len(res.Steps) != 1 || res.Steps[0].Attempts != 3 || res.Steps[0].Code != errcode.Timeout {
+		t.Fatalf("steps %+v, want one step, 3 attempts, each timeout", res.Steps)
+	}
+}
+
 // A login check whose page is not there (404) or whose site cannot be
 // reached fails with the session's own error and hint, about the URL; only
 // a selector the browser refuses gets login_check's selector hint.
