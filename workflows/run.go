@@ -293,14 +293,14 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 		if base == "" {
 			base = os.TempDir()
 		}
-		dir, derr := os.MkdirTemp(base, "director-incognito-")
+		dir, derr := newIncognitoDir(base, r.log())
 		if derr != nil {
 			return errcode.Hinted(derr, errcode.Internal, "check that the temp directory is writable", "cannot create the incognito profile directory")
 		}
-		userDataDir = dir
+		userDataDir = dir.path
 		defer func() {
-			if rerr := os.RemoveAll(dir); rerr != nil {
-				r.log().Warn("cannot remove the incognito profile", "dir", dir, "err", rerr)
+			if rerr := dir.remove(); rerr != nil {
+				r.log().Warn("cannot remove the incognito profile", "dir", dir.path, "err", rerr)
 			}
 		}()
 	} else {
