@@ -449,6 +449,13 @@ func (s *Session) navigate(actx context.Context, t *tab, u string) error {
 				"the site could not be reached: check the URL (host and port) and this machine's network, and that the site is up; then run again",
 				"cannot load %s: %s", u, what)
 		}
+		if le.ErrorText == "net::ERR_UNSAFE_PORT" {
+			// Chrome refuses ports of other protocols (1, 9, 25, 6000…,
+			// net/base/port_util.cc): the URL must change, not the site.
+			return errcode.Hinted(err, errcode.InvalidAction,
+				"use another port: Chrome never loads this one (it belongs to another protocol, such as SMTP on 25 or X11 on 6000)",
+				"cannot load %s: Chrome refuses its port", u)
+		}
 		return errcode.Hinted(err, errcode.Internal, "check that the site is up and the URL is right", "cannot load %s", u)
 	}
 	return s.cdpErr(err, "navigate to %s", u)

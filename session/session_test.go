@@ -694,6 +694,12 @@ func TestUnreachableSite(t *testing.T) {
 			}
 		})
 	}
+	// A port Chrome never loads is the URL's fault: invalid_action.
+	_, err := f.s.Do(context.Background(), Action{Type: ActNavigate, URL: "http://127.0.0.1:6000/"})
+	wantCode(t, err, errcode.InvalidAction)
+	if h := errcode.HintOf(err); !strings.Contains(err.Error(), "Chrome refuses its port") || !strings.HasPrefix(h, "use another port") {
+		t.Fatalf("unsafe port: %v (hint %q)", err, h)
+	}
 
 	blocked := []struct {
 		name string
