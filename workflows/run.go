@@ -439,6 +439,12 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 		if lerr == nil {
 			loginOK = true
 			res.LoginCheck = "passed"
+		} else if ctx.Err() != nil {
+			// Stopped (Ctrl-C) while it ran: no verdict.
+			res.LoginCheck = "not_run"
+			if err == nil {
+				err = lerr
+			}
 		} else {
 			res.LoginCheck = "failed"
 			if errcode.Of(lerr) == errcode.HumanRequired {
@@ -521,6 +527,9 @@ func snapshotSkip(w *Workflow, err error, loginOK bool, check string) string {
 		return "incognito run"
 	case w.Snapshot == SnapshotNever:
 		return "snapshot: never"
+	case errcode.Of(err) == errcode.Interrupted || errors.Is(err, context.Canceled):
+		// Whatever had failed or not run by then: it was stopped.
+		return "run interrupted"
 	case errcode.Of(err) == errcode.HumanRequired && check == "failed":
 		return "human required: the login check found the profile logged out"
 	case errcode.Of(err) == errcode.HumanRequired:
@@ -533,8 +542,6 @@ func snapshotSkip(w *Workflow, err error, loginOK bool, check string) string {
 		return "login check did not pass"
 	case err != nil && w.Snapshot == SnapshotOnSuccess:
 		return "run failed"
-	case errcode.Of(err) == errcode.Interrupted || errors.Is(err, context.Canceled):
-		return "run interrupted"
 	}
 	return ""
 }

@@ -869,6 +869,9 @@ func TestSnapshotSkip(t *testing.T) {
 		{"never", &Workflow{Snapshot: SnapshotNever}, nil, true, "none", "snapshot: never"},
 		{"incognito", &Workflow{Incognito: true}, nil, true, "none", "incognito run"},
 		{"no login check, step failed", &Workflow{Snapshot: SnapshotOnSuccess}, notFound, true, "none", "run failed"},
+		// Ctrl-C during a step or during the login check.
+		{"interrupted in a step", wf, errcode.New(errcode.Interrupted, "interrupted"), false, "not_run", "run interrupted"},
+		{"interrupted in the check", wf, errcode.Wrap(context.Canceled, errcode.Interrupted, "interrupted"), false, "not_run", "run interrupted"},
 	}
 	for _, c := range cases {
 		if got := snapshotSkip(c.w, c.err, c.loginOK, c.check); got != c.want {
@@ -957,6 +960,29 @@ func TestLoginCheckSelectorTheBrowserRefuses(t *testing.T) {
 	}
 	if h := errcode.HintOf(err); !strings.Contains(h, "login_wall_selector") {
 		t.Errorf("hint %q does not name the field", h)
+	}
+}
+
+// A run stopped (Ctrl-C) while its login check runs says so: the check has
+// no verdict (not_run, not failed) and no snapshot was taken because the
+// run was interrupted, not because the check did not pass.
+func TestInterruptDuringLoginCheck(t *testing.T) {
+	e := newEnv(t)
+	w := e.wf(t, "name: lc\nprofile: web\nrestore: none\nlogin_check:\n  url: SITE/slow?ms=5000\n  logged_in_selector: '#in'\nsteps:\n  - navigate: SITE/\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := *e.runner
+	r.Progress = func(ev ProgressEvent) {
+		if ev.Stage == "login_check" && !ev.Done {
+			cancel()
+		}
+	}
+	res, err := r.Run(ctx, w)
+	if errcode.Of(err) != errcode.Interrupted {
+		t.Fatalf("got %v [%s], want interrupted", err, errcode.Of(err))
+	}
+	if res.LoginCheck != "not_run" || res.SnapshotSkipped != "run interrupted" {
+		t.Fatalf("login_check %q, snapshot_skipped %q", res.LoginCheck, res.SnapshotSkipped)
 	}
 }
 
