@@ -111,3 +111,38 @@ func TestHungStoreCostsOneWait(t *testing.T) {
 		})
 	}
 }
+
+// A run whose profile holds a login newer than its latest snapshot keeps
+// it (restore: latest) without the store: a store that does not answer
+// does not fail it, as it did when the listing's timeout failed the
+// restore before the profile's login was looked at.
+func TestHungStoreKeepsNewerLocalLogin(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("work"), "v")
+	srv := newSilentServer(t)
+	st, err := storage.Open(ctx, "s3://bucket/pfx?endpoint="+srv.ln.Addr().String()+"&insecure=true", storage.Options{
+		AWSAccessKeyID: "a", AWSSecretAccessKey: "b", CallTimeout: 200 * time.Millisecond, IdleTimeout: 200 * time.Millisecond,
+		Retry: storage.RetryPolicy{Attempts: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Store = st
+	row := catalog.Snapshot{ID: "work-20260101T000000Z-abcd", Profile: "work", Store: catalog.StoreName(storage.ID(st)),
+		ObjectKey: "work/work-20260101T000000Z-abcd.tar.zst", ManifestKey: "work/work-20260101T000000Z-abcd.manifest.json",
+		CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if err := m.Catalog.UpsertSnapshot(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.MarkUnsaved(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Restore(ctx, "work", "latest", RestoreOptions{KeepUnsaved: true})
+	if err != nil || !res.KeptLocal {
+		t.Fatalf("restore: %+v, %v; want the local profile kept", res, err)
+	}
+}

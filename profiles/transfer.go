@@ -596,6 +596,15 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 				return res, nil
 			}
 		}
+		if storeDown(unlisted) {
+			// The listing got no answer: the download would wait again.
+			// (A run that keeps its newer local login, above, needs no
+			// store and goes on.)
+			err := unlisted
+			unlisted = nil // said here, not warned again
+			return nil, errcode.Hinted(err, errcode.Of(err), storeHint(err, fmt.Sprintf("profile %q is untouched", name)),
+				"listing the snapshots of %q in %s", name, m.Store)
+		}
 		if row.ArchiveSize > maxSize {
 			return nil, errcode.New(errcode.UnsafeArchive, "snapshot %s is %d bytes (%s), over the --max-size limit of %s",
 				row.ID, row.ArchiveSize, snapshot.SizeText(row.ArchiveSize), bytesize.Exact(maxSize)).
@@ -863,11 +872,6 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, adopt bool, 
 		return row, m.newestUnreadable(name, locked, lockedErr,
 			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots are encrypted to; a newly generated key cannot decrypt them",
 			"; nothing was restored")
-	}
-	if storeDown(adoptErr) {
-		// The download that would follow waits for it again.
-		return row, errcode.Hinted(adoptErr, errcode.Of(adoptErr), storeHint(adoptErr, "then retry"),
-			"listing the snapshots of %q in %s", name, m.Store)
 	}
 	if adoptErr != nil && err == nil {
 		// Reported by the caller (warnUnlisted) when it goes on: when it

@@ -183,10 +183,27 @@ func redactURL(rawURL string) string {
 	head, tail := rest, ""
 	if i := strings.Index(rest, ep); i >= 0 {
 		head, tail = rest[:i+len(ep)], rest[i+len(ep):]
-		tail = redactEndpoint(tail)
+		if j := credentialsEnd(tail); j >= 0 && strings.Contains(tail[:j], "&") {
+			// The "@" is past an "&": a password holding one, or another
+			// parameter's value holding an "@". Either way nothing up to
+			// the end of that value can be shown.
+			tail = "REDACTED" + afterValue(tail[j+1:])
+		} else {
+			tail = redactEndpoint(tail)
+		}
 	}
 	if i := credentialsEnd(head); i >= 0 {
-		head = "REDACTED@" + head[i+1:]
+		if q := strings.Index(head, "?"); q >= 0 && q < i {
+			// Past a "?": a password holding one, or a parameter's
+			// value holding an "@" (?secret_key=a@b), as above.
+			after := afterValue(head[i+1:])
+			if strings.HasPrefix(after, "&") {
+				after = "?" + after[1:]
+			}
+			head = "REDACTED" + after
+		} else {
+			head = "REDACTED@" + head[i+1:]
+		}
 	}
 	rest, query, hasQuery := strings.Cut(head+tail, "?")
 	out := scheme + "://" + rest
@@ -205,6 +222,15 @@ func redactURL(rawURL string) string {
 		}
 	}
 	return out + "?" + strings.Join(params, "&")
+}
+
+// afterValue is what follows the value s starts in: "" at the end, or
+// the "&" or "?" that ends it and the rest.
+func afterValue(s string) string {
+	if i := strings.IndexAny(s, "&?"); i >= 0 {
+		return s[i:]
+	}
+	return ""
 }
 
 // redactEndpoint drops a user:password@ part from an endpoint parameter,

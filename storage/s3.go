@@ -91,7 +91,7 @@ func openS3(rawURL string, opts Options) (Store, error) {
 	if credentialsEnd(u.RawQuery) >= 0 {
 		// Before the parameters are read and named: a password holding
 		// a "&" would make a piece of it a parameter's name.
-		return nil, badURL(rawURL, "credentials do not belong in the endpoint").
+		return nil, badURL(rawURL, "a parameter holds an \"@\": credentials do not belong in the URL").
 			WithHint("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or --aws-access-key-id and --aws-secret-access-key), and give the endpoint as host:port or https://host:port/path")
 	}
 	query, err := url.ParseQuery(u.RawQuery)

@@ -43,6 +43,7 @@ func TestOpenURLs(t *testing.T) {
 		{"file://localhost/tmp/x", full, "file:///tmp/x", false}, // RFC 8089
 		{"file://user:pw@/tmp/x", full, "", false},
 		{"file://user@localhost/tmp/x", full, "", false},
+		{"file://user:pa/ss@/tmp/x", full, "", false},
 		{"s3://bucket", full, "s3://bucket", true},
 		{"S3://bucket/x", full, "s3://bucket/x", true},
 		{"s3://bucket/a/b/?region=eu-west-1", full, "s3://bucket/a/b?region=eu-west-1", true},

@@ -509,6 +509,12 @@ func TestBadStoreURLsHideCredentials(t *testing.T) {
 		"s3://AKID:wJalrXUtnF/EMI@bucket/p?endpoint=http://AKID:K7MDENG&EXAMPLEKEY@127.0.0.1:9000",
 		"supabase://svc:wJalrXUtnF?EMIK7MDENG@bucket/pfx",
 		"file://svc:" + secret + "@/tmp/x",
+		// A query value holding an "@" (or %40) is not a user:password
+		// part before a host: its tail is secret too.
+		"s3://bucket/pfx?secret_key=wJalrXUtnF@EMIK7MDENG",
+		"s3://bucket/pfx?endpoint=127.0.0.1:9000&secret_key=wJalrXUtnF@EXAMPLEKEY",
+		"s3://bucket/pfx?secret_key=wJalrXUtnF%40EXAMPLEKEY&region=eu",
+		"supabase://bucket/pfx?key=wJalrXUtnF@EXAMPLEKEY",
 	} {
 		t.Run(rawURL, func(t *testing.T) {
 			_, err := Open(context.Background(), rawURL, opts)
