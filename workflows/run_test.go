@@ -774,6 +774,9 @@ func TestRedact(t *testing.T) {
 		{"on http://h/my%20pass%21|%7Bx}: gone", "on http://h/${env.T}: gone"},
 		{"100% sure, no secret %zz", "100% sure, no secret %zz"},
 		{"a%20b stays escaped", "a%20b stays escaped"},
+		// Only the value's span is decoded: the rest of the message is
+		// left as it was (no newline or escape byte made from %0A, %1B).
+		{"next=https%3A%2F%2Fy%2F%3Fa%3D1&t=my%20pass!|{x} line1%0Aline2%1B[31m", "next=https%3A%2F%2Fy%2F%3Fa%3D1&t=${env.T} line1%0Aline2%1B[31m"},
 	}
 	for _, c := range cases {
 		if got := w.Redact(c.in); got != c.want {

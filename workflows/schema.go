@@ -2,8 +2,9 @@ package workflows
 
 import (
 	"cmp"
+	"fmt"
+	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -63,42 +64,42 @@ func (w *Workflow) Redact(msg string) string {
 
 // redact replaces in msg each key of secrets with its value. The keys hold
 // a value's URL-escaped forms as Go writes them, but Chrome escapes URLs
-// its own way (a space as %20, "!" and "|" as they are): when msg holds a
-// value only once its %XX escapes are decoded, the decoded msg is
-// redacted instead.
+// its own way (a space as %20, "!" and "|" as they are): a value is also
+// found with any of its bytes written as %XX (and a space as "+"), and
+// only that span is replaced, the rest of msg left as it was.
 func redact(secrets map[string]string, msg string) string {
 	if len(secrets) == 0 {
 		return msg
 	}
 	msg = replaceSecrets(secrets, msg)
-	if dec := percentDecoded(msg); dec != msg {
-		for v := range secrets {
-			if strings.Contains(dec, v) {
-				return replaceSecrets(secrets, dec)
-			}
+	if !strings.Contains(msg, "%") {
+		return msg
+	}
+	for v, ref := range secrets {
+		if strings.Contains(v, "%") {
+			continue // an escaped form: its value is a key too
 		}
+		msg = escapedForm(v).ReplaceAllLiteralString(msg, ref)
 	}
 	return msg
 }
 
-// percentDecoded is s with every valid %XX escape decoded; anything else,
-// a stray "%" included, is left as it is.
-func percentDecoded(s string) string {
-	if !strings.Contains(s, "%") {
-		return s
-	}
+// escapedForm matches v with each of its characters as it is or as the
+// %XX escapes of its UTF-8 bytes (either case of hex), and a space also as
+// "+".
+func escapedForm(v string) *regexp.Regexp {
 	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 2
-				continue
-			}
+	for _, r := range v {
+		b.WriteString("(?:" + regexp.QuoteMeta(string(r)) + "|")
+		for _, c := range []byte(string(r)) {
+			fmt.Fprintf(&b, "%%(?i:%02x)", c)
 		}
-		b.WriteByte(s[i])
+		if r == ' ' {
+			b.WriteString(`|\+`)
+		}
+		b.WriteString(")")
 	}
-	return b.String()
+	return regexp.MustCompile(b.String())
 }
 
 // replaceSecrets replaces in msg each key of secrets found in it.
