@@ -39,8 +39,17 @@ func newIncognitoDir(base string, log *slog.Logger) (*incognitoDir, error) {
 	if err != nil {
 		return nil, err
 	}
-	fl := flock.New(filepath.Join(dir, incognitoLock), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o600))
-	if ok, err := fl.TryLock(); err != nil || !ok {
+	// Locked under another name, then renamed: the lock file a sweep
+	// finds is always locked while its run lives (flock creates the file
+	// before it locks it, and a sweep between the two would take it).
+	tmp := filepath.Join(dir, incognitoLock+".new")
+	fl := flock.New(tmp, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o600))
+	ok, err := fl.TryLock()
+	if err == nil && ok {
+		err = os.Rename(tmp, filepath.Join(dir, incognitoLock))
+	}
+	if err != nil || !ok {
+		_ = fl.Unlock()
 		_ = os.RemoveAll(dir)
 		return nil, errors.Join(errors.New("cannot lock the incognito profile directory"), err)
 	}

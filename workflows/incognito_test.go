@@ -50,3 +50,42 @@ func TestIncognitoLeftoversSwept(t *testing.T) {
 		t.Errorf("new incognito profile: %v %v, want a 0700 directory", st, err)
 	}
 }
+
+// Runs starting while another sweeps: no run's directory is removed under
+// it, and none fails to lock its own (flock creates the file before it
+// locks it; the lock file a sweep can see is locked already).
+func TestIncognitoSweepRacesNewRuns(t *testing.T) {
+	base := t.TempDir()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				sweepIncognito(base, log)
+			}
+		}
+	}()
+	var dirs []*incognitoDir
+	for range 300 {
+		d, err := newIncognitoDir(base, log)
+		if err != nil {
+			close(stop)
+			<-done
+			t.Fatalf("a run could not make its directory: %v", err)
+		}
+		dirs = append(dirs, d)
+	}
+	close(stop)
+	<-done
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d.path, incognitoLock)); err != nil {
+			t.Errorf("%s was removed under its run: %v", d.path, err)
+		}
+		d.remove()
+	}
+}
