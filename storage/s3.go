@@ -240,10 +240,11 @@ func (s *s3Store) classify(ctx context.Context, what string, err error) error {
 		return derr
 	}
 	resp := minio.ToErrorResponse(err)
-	if resp.Region != "" && resp.Region != s.region {
+	if resp.Region != "" && resp.Region != s.region && resp.StatusCode != http.StatusNotFound {
 		// The server names the bucket's region (AuthorizationHeaderMalformed,
 		// or a redirect to another region): the URL's is wrong, and no key
-		// or retry helps.
+		// or retry helps. Not for a 404: an answer about a missing object
+		// is that, whatever region header a server adds to it.
 		return fail(s, what, ProblemRegion, false,
 			fmt.Sprintf("bucket %s is in region %s, not %s: set region=%s in the store URL", s.bucket, resp.Region, s.region, resp.Region), err)
 	}
