@@ -417,7 +417,7 @@ func (s *Session) navigate(actx context.Context, t *tab, u string) error {
 	if err == nil {
 		return nil
 	}
-	if actx.Err() != nil && t.ctx.Err() == nil {
+	if errors.Is(actx.Err(), context.DeadlineExceeded) && t.ctx.Err() == nil {
 		// Out of time while the page still loads: stop it, or the next
 		// navigation of the tab (a retry of this step) is aborted by it
 		// (net::ERR_ABORTED).

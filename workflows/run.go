@@ -801,7 +801,7 @@ func (r *Runner) sink(w *Workflow) session.AuditSink {
 	// An event's detail names selectors and URLs, which may hold a value
 	// from the environment: the audit log keeps its reference, as messages do.
 	return session.AuditFunc(func(ctx context.Context, e session.Event) error {
-		e.Detail = w.Redact(e.Detail)
+		e.Detail, e.Domain = w.Redact(e.Detail), w.Redact(e.Domain)
 		return cat.Record(ctx, e)
 	})
 }
