@@ -38,7 +38,7 @@ func TestLockDetectsAnUnlinkedLockFile(t *testing.T) {
 			m := newTestManager(t)
 			var other *flock.Flock
 			var once sync.Once
-			lockTaken = func(path string) {
+			m.lockTaken = func(path string) {
 				once.Do(func() {
 					if err := os.Remove(path); err != nil {
 						t.Error(err)
@@ -51,7 +51,6 @@ func TestLockDetectsAnUnlinkedLockFile(t *testing.T) {
 					}
 				})
 			}
-			defer func() { lockTaken = func(string) {} }()
 			l, err := m.Lock(ctx, "ghost", c.wait)
 			if other != nil {
 				defer other.Unlock()

@@ -90,6 +90,10 @@ type Manager struct {
 	ChromeVersion func(ctx context.Context) (string, error)
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+
+	// lockTaken, when set, runs right after Lock takes a flock, before it
+	// checks the path: tests play the other side of the unlink race.
+	lockTaken func(path string)
 }
 
 func (m *Manager) log() *slog.Logger {
@@ -278,7 +282,9 @@ func (m *Manager) Lock(ctx context.Context, name string, wait time.Duration) (*L
 			return nil, errcode.New(errcode.ProfileInUse, "profile %q is in use by another director command", name).
 				WithHint("wait for the other snapshot, restore, run or `director profile open %s` on it to finish, then retry", name)
 		}
-		lockTaken(path)
+		if m.lockTaken != nil {
+			m.lockTaken(path)
+		}
 		same, err := lockedFileIsPath(fl, path)
 		if err != nil {
 			_ = fl.Unlock()
@@ -292,10 +298,6 @@ func (m *Manager) Lock(ctx context.Context, name string, wait time.Duration) (*L
 		_ = fl.Unlock()
 	}
 }
-
-// lockTaken runs right after Lock takes a flock, before it checks the path;
-// tests replace it to play the other side of the unlink race.
-var lockTaken = func(path string) {}
 
 // lockedFileIsPath reports whether path still names the file fl holds
 // locked (same device and inode), which is false when the last holder

@@ -93,6 +93,18 @@ type CreateOptions struct {
 	// walkers and at most maxDefaultWorkers compressing workers, which
 	// bounds the memory a snapshot takes on a machine with many cores.
 	Concurrency int
+
+	// hooks are for this package's tests.
+	hooks createHooks
+}
+
+// createHooks let a test act at points of Create: afterScan between the
+// walk and the archiving, afterRead after each read of a file being
+// archived, frameWorkers when the frame writer starts its workers.
+type createHooks struct {
+	afterScan    func()
+	afterRead    func(rel string)
+	frameWorkers func(workers int)
 }
 
 // Progress follows Create: Start is told the bytes of file data to archive
@@ -103,15 +115,6 @@ type Progress interface {
 	Start(total int64)
 	Add(n int64)
 }
-
-// Test hooks: testHookAfterScan runs between the walk and the archiving,
-// testHookAfterRead after each read of a file being archived,
-// testHookFrameWorkers when a frame writer starts its workers.
-var (
-	testHookAfterScan    func()
-	testHookAfterRead    func(rel string)
-	testHookFrameWorkers func(workers int)
-)
 
 // fileState is what Create remembers of a file between the walk and its
 // archiving, to notice a file that changed in between or while it was read.
@@ -168,8 +171,8 @@ func Create(ctx context.Context, dir string, w io.Writer, opts CreateOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	if testHookAfterScan != nil {
-		testHookAfterScan()
+	if opts.hooks.afterScan != nil {
+		opts.hooks.afterScan()
 	}
 
 	m := &Manifest{
@@ -228,7 +231,11 @@ func Create(ctx context.Context, dir string, w io.Writer, opts CreateOptions) (*
 			dir, m.FileCount, SizeText(m.RawSize), SizeText(maxUnpacked), maxUnpacked)
 	}
 
-	fw, err := newFrameWriter(ctx, w, zstd.EncoderLevelFromZstd(level), frameChunk, compressWorkers(opts.Concurrency))
+	workers := compressWorkers(opts.Concurrency)
+	if opts.hooks.frameWorkers != nil {
+		opts.hooks.frameWorkers(workers)
+	}
+	fw, err := newFrameWriter(ctx, w, zstd.EncoderLevelFromZstd(level), frameChunk, workers)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +243,7 @@ func Create(ctx context.Context, dir string, w io.Writer, opts CreateOptions) (*
 	if opts.Progress != nil {
 		opts.Progress.Start(m.RawSize)
 	}
-	if err := writeTar(ctx, dir, fw, m, mjson, states, opts.Progress); err != nil {
+	if err := writeTar(ctx, dir, fw, m, mjson, states, opts.Progress, opts.hooks.afterRead); err != nil {
 		return nil, err
 	}
 	if err := fw.Close(); err != nil {
@@ -429,7 +436,7 @@ func changedOr(err error, rel string) error {
 // entry. Each regular file is hashed on the way (filling in its SHA256 in m)
 // by a fileHasher, so that the reading goroutine only reads and copies.
 // prog, when not nil, is told the file data as it is written.
-func writeTar(ctx context.Context, dir string, w io.Writer, m *Manifest, mjson []byte, states []fileState, prog Progress) error {
+func writeTar(ctx context.Context, dir string, w io.Writer, m *Manifest, mjson []byte, states []fileState, prog Progress, afterRead func(rel string)) error {
 	tw := tar.NewWriter(w)
 	mtime := m.CreatedAt.Truncate(time.Second)
 	if err := writeEntry(tw, ManifestPath, mjson, mtime); err != nil {
@@ -457,7 +464,7 @@ func writeTar(ctx context.Context, dir string, w io.Writer, m *Manifest, mjson [
 			}
 			continue
 		}
-		if err := copyFile(dir, tw, hdr, f, states[i], fh, i, prog); err != nil {
+		if err := copyFile(dir, tw, hdr, f, states[i], fh, i, prog, afterRead); err != nil {
 			return err
 		}
 	}
@@ -495,7 +502,7 @@ func writeEntry(tw *tar.Writer, name string, b []byte, mtime time.Time) error {
 // opens without following symlinks, so a file swapped for a symlink since
 // the walk never gets another file's bytes archived under its name. prog,
 // when not nil, is told the bytes once they are written.
-func copyFile(dir string, tw *tar.Writer, hdr *tar.Header, f *File, st fileState, fh *fileHasher, i int, prog Progress) error {
+func copyFile(dir string, tw *tar.Writer, hdr *tar.Header, f *File, st fileState, fh *fileHasher, i int, prog Progress, afterRead func(rel string)) error {
 	in, err := openListed(dir, f.Path)
 	if err != nil {
 		return changedOr(err, f.Path)
@@ -522,8 +529,8 @@ func copyFile(dir string, tw *tar.Writer, hdr *tar.Header, f *File, st fileState
 		buf := fh.buffer()
 		k, err := in.Read(buf[:min(int64(len(buf)), f.Size-n)])
 		fh.add(buf[:k])
-		if testHookAfterRead != nil {
-			testHookAfterRead(f.Path)
+		if afterRead != nil {
+			afterRead(f.Path)
 		}
 		if k > 0 {
 			if _, werr := tw.Write(buf[:k]); werr != nil {

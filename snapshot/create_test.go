@@ -63,9 +63,9 @@ func TestCreateDetectsChangeAfterWalk(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src := t.TempDir()
 			writeTree(t, src, profileTree())
-			testHookAfterScan = func() { must(t, change(filepath.Join(src, "Default", "Network", "Cookies"))) }
-			defer func() { testHookAfterScan = nil }()
-			_, err := Create(context.Background(), src, io.Discard, CreateOptions{})
+			_, err := Create(context.Background(), src, io.Discard, CreateOptions{hooks: createHooks{
+				afterScan: func() { must(t, change(filepath.Join(src, "Default", "Network", "Cookies"))) },
+			}})
 			wantCode(t, err, errcode.ProfileInUse)
 		})
 	}
@@ -81,14 +81,12 @@ func TestCreateDetectsChangeDuringRead(t *testing.T) {
 	must(t, os.WriteFile(p, bytes.Repeat([]byte("h"), 3*hasherBufferSize), 0o600))
 	fi, err := os.Stat(p)
 	must(t, err)
-	testHookAfterRead = func(rel string) {
+	_, err = Create(context.Background(), src, io.Discard, CreateOptions{hooks: createHooks{afterRead: func(rel string) {
 		if rel == "Default/History" {
 			must(t, os.WriteFile(p, bytes.Repeat([]byte("X"), 3*hasherBufferSize), 0o600))
 			must(t, os.Chtimes(p, fi.ModTime(), fi.ModTime()))
 		}
-	}
-	defer func() { testHookAfterRead = nil }()
-	_, err = Create(context.Background(), src, io.Discard, CreateOptions{})
+	}}})
 	wantCode(t, err, errcode.ProfileInUse)
 }
 
@@ -105,7 +103,7 @@ func TestCopyFileRefusesSymlink(t *testing.T) {
 	var out bytes.Buffer
 	tw := tar.NewWriter(&out)
 	fh := newFileHasher([]File{f})
-	err := copyFile(prof, tw, &tar.Header{Name: f.Path, Typeflag: tar.TypeReg, Size: f.Size}, &f, fileState{size: f.Size}, fh, 0, nil)
+	err := copyFile(prof, tw, &tar.Header{Name: f.Path, Typeflag: tar.TypeReg, Size: f.Size}, &f, fileState{size: f.Size}, fh, 0, nil, nil)
 	fh.wait()
 	wantCode(t, err, errcode.ProfileInUse)
 	if fh.files[0].SHA256 != "" || out.Len() != 0 || bytes.Contains(out.Bytes(), []byte("profile's")) {
@@ -358,7 +356,6 @@ func TestCreateCompressWorkersBounded(t *testing.T) {
 	writeTree(t, src, profileTree())
 	genTree(t, filepath.Join(src, "Default", "IndexedDB", "gen"), 10<<20, 7)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	defer func() { testHookFrameWorkers = nil }()
 	var want []byte
 	for _, c := range []struct {
 		procs, concurrency, workers int
@@ -373,8 +370,8 @@ func TestCreateCompressWorkersBounded(t *testing.T) {
 	} {
 		runtime.GOMAXPROCS(c.procs)
 		got := -1
-		testHookFrameWorkers = func(n int) { got = n }
-		_, arc := createArchive(t, src, CreateOptions{ID: "w", Profile: "p", Host: "h", CreatedAt: time.Unix(1, 0), Concurrency: c.concurrency})
+		_, arc := createArchive(t, src, CreateOptions{ID: "w", Profile: "p", Host: "h", CreatedAt: time.Unix(1, 0), Concurrency: c.concurrency,
+			hooks: createHooks{frameWorkers: func(n int) { got = n }}})
 		if got != c.workers {
 			t.Errorf("GOMAXPROCS %d, Concurrency %d: %d compressing workers, want %d", c.procs, c.concurrency, got, c.workers)
 		}

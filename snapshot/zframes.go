@@ -92,9 +92,6 @@ const frameHeaderSize = 6
 // must call Close (success) or abort (failure) to stop the goroutines.
 func newFrameWriter(ctx context.Context, w io.Writer, level zstd.EncoderLevel, chunk, workers int) (*frameWriter, error) {
 	workers = max(workers, 1)
-	if testHookFrameWorkers != nil {
-		testHookFrameWorkers(workers)
-	}
 	slots := workers + 1 // one filling while every worker compresses
 	fw := &frameWriter{
 		ctx:    ctx,
