@@ -58,12 +58,11 @@ func newSilentServer(t *testing.T) *silentServer {
 	return s
 }
 
-// A store that does not answer costs a snapshot or a restore one wait: the
-// listing before it fails the command, rather than being logged and
-// followed by the upload or the download (each waiting again) and, for a
-// snapshot, by a delete of an archive that was never stored. A user saw a
-// snapshot fail after three of the 30 s waits.
-func TestHungStoreCostsOneWait(t *testing.T) {
+// onHungStore is a Manager with profile "work" whose store is an S3
+// endpoint that never answers (short timeouts, no retries), and whose
+// catalog knows a snapshot of work there, as after earlier runs.
+func onHungStore(t *testing.T) (*Manager, *silentServer) {
+	t.Helper()
 	ctx := context.Background()
 	m := newTestManager(t)
 	if err := m.Create(ctx, "work"); err != nil {
@@ -79,13 +78,23 @@ func TestHungStoreCostsOneWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Store, m.InsecureNoEncryption = st, true
-	// The catalog knows a snapshot of work there, as after earlier runs.
 	row := catalog.Snapshot{ID: "work-20260101T000000Z-abcd", Profile: "work", Store: catalog.StoreName(storage.ID(st)),
 		ObjectKey: "work/work-20260101T000000Z-abcd.tar.zst", ManifestKey: "work/work-20260101T000000Z-abcd.manifest.json",
 		CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	if err := m.Catalog.UpsertSnapshot(ctx, row); err != nil {
 		t.Fatal(err)
 	}
+	return m, srv
+}
+
+// A store that does not answer costs a snapshot or a restore one wait: the
+// listing before it fails the command, rather than being logged and
+// followed by the upload or the download (each waiting again) and, for a
+// snapshot, by a delete of an archive that was never stored. A user saw a
+// snapshot fail after three of the 30 s waits.
+func TestHungStoreCostsOneWait(t *testing.T) {
+	ctx := context.Background()
+	m, srv := onHungStore(t)
 	for _, tc := range []struct {
 		name string
 		do   func() error
@@ -118,26 +127,7 @@ func TestHungStoreCostsOneWait(t *testing.T) {
 // restore before the profile's login was looked at.
 func TestHungStoreKeepsNewerLocalLogin(t *testing.T) {
 	ctx := context.Background()
-	m := newTestManager(t)
-	if err := m.Create(ctx, "work"); err != nil {
-		t.Fatal(err)
-	}
-	writeProfile(t, m.Dir("work"), "v")
-	srv := newSilentServer(t)
-	st, err := storage.Open(ctx, "s3://bucket/pfx?endpoint="+srv.ln.Addr().String()+"&insecure=true", storage.Options{
-		AWSAccessKeyID: "a", AWSSecretAccessKey: "b", CallTimeout: 200 * time.Millisecond, IdleTimeout: 200 * time.Millisecond,
-		Retry: storage.RetryPolicy{Attempts: 1},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Store = st
-	row := catalog.Snapshot{ID: "work-20260101T000000Z-abcd", Profile: "work", Store: catalog.StoreName(storage.ID(st)),
-		ObjectKey: "work/work-20260101T000000Z-abcd.tar.zst", ManifestKey: "work/work-20260101T000000Z-abcd.manifest.json",
-		CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	if err := m.Catalog.UpsertSnapshot(ctx, row); err != nil {
-		t.Fatal(err)
-	}
+	m, _ := onHungStore(t)
 	if err := m.MarkUnsaved(ctx, "work"); err != nil {
 		t.Fatal(err)
 	}
