@@ -97,9 +97,9 @@ func Parse(file string, data []byte, o LoadOptions) (*Workflow, error) {
 	if len(d.problems) > 0 {
 		sort.SliceStable(d.problems, func(i, j int) bool { return d.problems[i].Line < d.problems[j].Line })
 		for i := range d.problems { // a bad value may quote one from ${env.X}
-			d.problems[i].Msg = redact(d.secrets, d.problems[i].Msg)
-			d.problems[i].Field = redact(d.secrets, d.problems[i].Field)
-			d.problems[i].Hint = redact(d.secrets, d.problems[i].Hint)
+			d.problems[i].Msg = d.secrets.redact(d.problems[i].Msg)
+			d.problems[i].Field = d.secrets.redact(d.problems[i].Field)
+			d.problems[i].Hint = d.secrets.redact(d.problems[i].Hint)
 		}
 		verr := &ValidationError{Problems: d.problems}
 		hint := "fix the workflow file at the line shown; docs/workflows.md describes every field"
@@ -161,14 +161,7 @@ func (d *decoder) secret(name, v string) {
 	if len(v) < minSecretLen {
 		return
 	}
-	if d.secrets == nil {
-		d.secrets = map[string]string{}
-	}
-	ref := "${env." + name + "}"
-	// A URL holds a value escaped; Chrome and errors quote it so.
-	for _, form := range []string{v, url.QueryEscape(v), url.PathEscape(v)} {
-		d.secrets[form] = ref
-	}
+	d.secrets.add(name, v)
 }
 
 // misplacedKey explains the parser's "value is not allowed in this
@@ -220,7 +213,7 @@ type decoder struct {
 	// declared are the keys under vars; used, the NAMEs of every
 	// ${vars.NAME} the file's strings refer to: what a --var may set.
 	declared, used map[string]bool
-	secrets        map[string]string // see Workflow.Redact
+	secrets        secretSet // see Workflow.Redact
 	problems       []Problem
 }
 

@@ -51,43 +51,35 @@ type Workflow struct {
 	Vars       map[string]string
 	Steps      []Step
 
-	secrets map[string]string // values of ${env.X} → "${env.X}"; see Redact
+	secrets secretSet // values of ${env.X}; see Redact
 }
 
 // Redact replaces in msg every value the workflow took from the environment
-// (${env.X}, directly or through vars; values of at least four bytes), and
-// its URL-escaped forms, with its reference, "${env.X}". Tokens and passwords belong in the environment,
-// and a page, Chrome or an exception may quote them back in an error.
+// (${env.X}, directly or through vars; values of at least four bytes), as
+// it is or URL-escaped, with its reference, "${env.X}". Tokens and
+// passwords belong in the environment, and a page, Chrome or an exception
+// may quote them back in an error.
 func (w *Workflow) Redact(msg string) string {
-	return redact(w.secrets, msg)
+	return w.secrets.redact(msg)
 }
 
-// redact replaces in msg each key of secrets with its value. The keys hold
-// a value's URL-escaped forms as Go writes them, but Chrome escapes URLs
-// its own way (a space as %20, "!" and "|" as they are): a value is also
-// found with any of its bytes written as %XX (and a space as "+"), and
-// only that span is replaced, the rest of msg left as it was.
-func redact(secrets map[string]string, msg string) string {
-	if len(secrets) == 0 {
-		return msg
-	}
-	msg = replaceSecrets(secrets, msg)
-	if !strings.Contains(msg, "%") {
-		return msg
-	}
-	for v, ref := range secrets {
-		if strings.Contains(v, "%") {
-			continue // an escaped form: its value is a key too
-		}
-		msg = escapedForm(v).ReplaceAllLiteralString(msg, ref)
-	}
-	return msg
+// secretSet holds the values a workflow took from the environment, longest
+// first, so that a value that contains another goes whole.
+type secretSet []secretValue
+
+// secretValue is one value, its reference, and escaped: the value in any
+// mix of literal characters and the %XX escapes of their UTF-8 bytes
+// (either case of hex), a space also as "+". Go and Chrome escape URLs
+// differently (Chrome writes a space as %20 and leaves "!" and "|"), and
+// only the value's span is replaced: the rest of a message stays as it was.
+type secretValue struct {
+	value, ref string
+	escaped    *regexp.Regexp
 }
 
-// escapedForm matches v with each of its characters as it is or as the
-// %XX escapes of its UTF-8 bytes (either case of hex), and a space also as
-// "+".
-func escapedForm(v string) *regexp.Regexp {
+// add notes that ${env.name} gave v.
+func (s *secretSet) add(name, v string) {
+	ref := "${env." + name + "}"
 	var b strings.Builder
 	for _, r := range v {
 		b.WriteString("(?:" + regexp.QuoteMeta(string(r)) + "|")
@@ -99,21 +91,23 @@ func escapedForm(v string) *regexp.Regexp {
 		}
 		b.WriteString(")")
 	}
-	return regexp.MustCompile(b.String())
+	i, found := slices.BinarySearchFunc(*s, v, func(e secretValue, v string) int {
+		return cmp.Or(len(v)-len(e.value), strings.Compare(e.value, v))
+	})
+	if found {
+		(*s)[i].ref = ref
+		return
+	}
+	*s = slices.Insert(*s, i, secretValue{value: v, ref: ref, escaped: regexp.MustCompile(b.String())})
 }
 
-// replaceSecrets replaces in msg each key of secrets found in it.
-func replaceSecrets(secrets map[string]string, msg string) string {
-	vals := make([]string, 0, len(secrets))
-	for v := range secrets {
-		if strings.Contains(msg, v) {
-			vals = append(vals, v)
+// redact replaces in msg each value with its reference.
+func (s secretSet) redact(msg string) string {
+	for _, v := range s {
+		msg = strings.ReplaceAll(msg, v.value, v.ref)
+		if strings.Contains(msg, "%") || strings.Contains(msg, "+") {
+			msg = v.escaped.ReplaceAllLiteralString(msg, v.ref)
 		}
-	}
-	// Longest first, so a value that contains another goes whole.
-	slices.SortFunc(vals, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
-	for _, v := range vals {
-		msg = strings.ReplaceAll(msg, v, secrets[v])
 	}
 	return msg
 }
