@@ -108,6 +108,9 @@ func Parse(file string, data []byte, o LoadOptions) (*Workflow, error) {
 		}
 		return nil, errcode.Hinted(verr, errcode.InvalidAction, hint, "invalid workflow")
 	}
+	if err := checkVarNames(o.Vars); err != nil {
+		return nil, err
+	}
 	if err := d.checkVarFlags(); err != nil {
 		return nil, err
 	}
@@ -121,6 +124,23 @@ func Parse(file string, data []byte, o LoadOptions) (*Workflow, error) {
 // a misspelt --var pasword=… would leave the workflow's own value (or an
 // unset ${env.X}) in place without a word. Only on a file without
 // problems, whose every string has been read for the vars it uses.
+// checkVarNames refuses a --var whose name no ${vars.NAME} could use. It is
+// the command line that is wrong, not the file: invalid_input.
+func checkVarNames(vars map[string]string) error {
+	var bad []string
+	for k := range vars {
+		if !varNameRe.MatchString(k) {
+			bad = append(bad, strconv.Quote(k))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Strings(bad)
+	return errcode.New(errcode.InvalidInput, "--var %s: variable names are letters, digits and _, starting with a letter or _", strings.Join(bad, ", ")).
+		WithHint("write --var NAME=VALUE with a NAME the workflow declares under vars:")
+}
+
 func (d *decoder) checkVarFlags() error {
 	var unknown []string
 	for k := range d.opts.Vars {
@@ -508,11 +528,7 @@ func (d *decoder) decode(data []byte) *Workflow {
 			}
 		}
 	}
-	for k, v := range d.opts.Vars {
-		if !varNameRe.MatchString(k) {
-			d.add(0, "--var "+k, "variable names are letters, digits and _, starting with a letter or _")
-			continue
-		}
+	for k, v := range d.opts.Vars { // names checked by checkVarNames
 		d.vars[k] = v
 	}
 	w.Vars = d.vars

@@ -277,13 +277,6 @@ func TestParseReportsAllProblems(t *testing.T) {
 	}
 }
 
-func TestBadVarFlag(t *testing.T) {
-	_, err := Parse("wf.yaml", []byte("name: x\nprofile: p\nsteps:\n  - sleep: 1s\n"), LoadOptions{Vars: map[string]string{"a-b": "1"}})
-	if errcode.Of(err) != errcode.InvalidAction || !strings.Contains(err.Error(), "--var a-b") {
-		t.Fatalf("got %v", err)
-	}
-}
-
 // A step's durations take ${vars.X} and ${env.X} like its other strings;
 // the session's do not.
 func TestParseDurationsFromVars(t *testing.T) {
@@ -465,6 +458,8 @@ func TestParseVarFlags(t *testing.T) {
 			map[string]string{"site": "http://i"}, errcode.InvalidInput, "it declares no vars and uses no ${vars.NAME}", "drop --var site"},
 		{"$${vars.X} is no use", "name: x\nprofile: p\nsteps:\n  - navigate: http://h/$${vars.site}\n",
 			map[string]string{"site": "http://i"}, errcode.InvalidInput, "has no var site", "drop --var site"},
+		{"a name no ${vars.NAME} can use", "name: x\nprofile: p\nvars: {a: b}\nsteps:\n  - navigate: http://h/${vars.a}\n",
+			map[string]string{"a-b": "1", "9x": "2"}, errcode.InvalidInput, `--var "9x", "a-b": variable names are letters, digits and _`, "write --var NAME=VALUE"},
 		{"the file's problems come first", "name: x\nprofile: p\nsteps:\n  - clik: '#a'\n",
 			map[string]string{"site": "http://i"}, errcode.InvalidAction, `unknown key "clik"`, "fix the workflow file"},
 	}
