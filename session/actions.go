@@ -216,8 +216,7 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 
 // stepMistake recodes as invalid_action the errors that the step itself
 // causes, which the browser reports like any other failure: a selector that
-// is not valid CSS, and an evaluate expression whose value cannot come back
-// as JSON (a cyclic object, window, a DOM node).
+// is not valid CSS, and a key sent to an element that cannot take it.
 //
 // A selector the browser refuses is marked (IsSelectorError), so that a
 // caller can tell it from the other invalid_action errors of the same step
@@ -246,10 +245,6 @@ func stepMistake(a Action, err error) error {
 		return errcode.Hinted(err, errcode.InvalidAction,
 			"point the step at the field itself: an input, a textarea, a select or an element with contenteditable or tabindex",
 			"%s cannot take keys: the element it matches is not focusable", strconv.Quote(a.Selector))
-	case a.Type == ActEvaluate && (strings.Contains(msg, "Object reference chain is too long") || strings.Contains(msg, "Object couldn't be returned by value")):
-		return errcode.Hinted(err, errcode.InvalidAction,
-			"make the expression return plain data (strings, numbers, arrays and objects without cycles), e.g. pick the fields you need instead of returning window, a DOM node or an object that refers to itself",
-			"the value of the evaluate expression cannot be returned as JSON")
 	}
 	return err
 }
@@ -966,42 +961,89 @@ func (s *Session) loginCheck(actx, ctx context.Context, t *tab, a Action) error 
 }
 
 // evaluate runs a JavaScript expression, awaiting a promise it returns, and
-// gives its value as JSON. The value is first taken as a reference, so that
-// a DOM node, which would come back by value as an empty object and pass
-// for a real result, is refused with a hint; any other object is then read
-// by value and released.
+// gives its value as JSON, as JSON.stringify makes it (a Date becomes its
+// ISO string, NaN and Infinity null). The value is first taken as a
+// reference, so that a value JSON would quietly turn into {} or nothing (a
+// DOM node, a Map, a function, a BigInt…) is refused with a hint instead of
+// passing for a real result; any other object is then stringified in the
+// page and released.
 func evaluate(expr string) chromedp.Action[any] {
 	return func(ctx context.Context, t *chromedp.Target) (any, error) {
 		ro, err := chromedp.Evaluate[*runtime.RemoteObject](expr, chromedp.EvalAwaitPromise)(ctx, t)
 		if err != nil {
 			return nil, err
 		}
+		if ro.ObjectID != "" {
+			defer func() {
+				_, _ = cdp.Call(ctx, t, runtime.ReleaseObject, runtime.ReleaseObjectParams{ObjectID: ro.ObjectID})
+			}()
+		}
+		if what, hint := noJSON(ro); what != "" {
+			return nil, errcode.New(errcode.InvalidAction, "the expression returned %s, which has no JSON value", what).WithHint("%s", hint)
+		}
 		if ro.ObjectID == "" { // a primitive, null or undefined
+			if ro.UnserializableValue == "-0" {
+				return float64(0), nil
+			}
 			return jsonValue(ro.Value)
 		}
-		defer func() {
-			_, _ = cdp.Call(ctx, t, runtime.ReleaseObject, runtime.ReleaseObjectParams{ObjectID: ro.ObjectID})
-		}()
-		if ro.Subtype == runtime.RemoteObjectSubtypeNode {
-			return nil, errcode.New(errcode.InvalidAction, "the expression returned a DOM node (%s), which has no JSON value", ro.ClassName).
-				WithHint("return a property of it, e.g. `document.querySelector('h1').textContent`, or use an extract step")
-		}
 		res, err := cdp.Call(ctx, t, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
-			FunctionDeclaration: `function() { return this; }`,
+			FunctionDeclaration: `function() { return JSON.stringify(this); }`,
 			ObjectID:            ro.ObjectID,
 			ReturnByValue:       new(true),
 		})
 		if err != nil {
 			return nil, err
 		}
-		if res.ExceptionDetails != nil {
-			return nil, &chromedp.ExceptionError{ExceptionDetails: res.ExceptionDetails}
+		if res.ExceptionDetails != nil { // a cycle, a BigInt inside
+			why := res.ExceptionDetails.Text
+			if ex := res.ExceptionDetails.Exception; ex != nil && ex.Description != "" {
+				why, _, _ = strings.Cut(ex.Description, "\n")
+			}
+			return nil, errcode.New(errcode.InvalidAction, "the value of the evaluate expression cannot be returned as JSON: %s", why).
+				WithHint("make the expression return plain data (strings, numbers, arrays and objects without cycles), e.g. pick the fields you need instead of returning window or an object that refers to itself")
 		}
-		if res.Result == nil {
+		if res.Result == nil || len(res.Result.Value) == 0 {
 			return nil, nil
 		}
-		return jsonValue(res.Result.Value)
+		var text string
+		if err := json.Unmarshal(res.Result.Value, &text); err != nil {
+			return nil, errcode.Wrap(err, errcode.Internal, "decoding the evaluate result")
+		}
+		return jsonValue([]byte(text))
 	}
+}
+
+// noJSON names a value that JSON.stringify would turn into {}, an object of
+// indexes or nothing, with a hint that returns its data instead; "" for one
+// with a faithful JSON value.
+func noJSON(ro *runtime.RemoteObject) (what, hint string) {
+	switch ro.Type {
+	case runtime.RemoteObjectTypeBigint:
+		return "a BigInt (" + string(ro.UnserializableValue) + ")", "return String(x), or Number(x) when it fits"
+	case runtime.RemoteObjectTypeSymbol:
+		return "a Symbol", "return its description, e.g. s.description"
+	case runtime.RemoteObjectTypeFunction:
+		return "a function", "call it and return its result, or return plain data"
+	}
+	switch ro.Subtype {
+	case runtime.RemoteObjectSubtypeNode:
+		return "a DOM node (" + ro.ClassName + ")", "return a property of it, e.g. `document.querySelector('h1').textContent`, or use an extract step"
+	case runtime.RemoteObjectSubtypeMap:
+		return "a Map", "return Object.fromEntries(m) or [...m]"
+	case runtime.RemoteObjectSubtypeSet:
+		return "a Set", "return [...s]"
+	case runtime.RemoteObjectSubtypeTypedarray, runtime.RemoteObjectSubtypeArraybuffer, runtime.RemoteObjectSubtypeDataview:
+		return "binary data (" + ro.ClassName + ")", "return Array.from(new Uint8Array(buffer)) or a string made from it"
+	case runtime.RemoteObjectSubtypeError:
+		return "an Error (" + ro.ClassName + ")", "return its message, e.g. e.message"
+	case runtime.RemoteObjectSubtypeRegexp:
+		return "a RegExp", "return its source, e.g. r.source"
+	case runtime.RemoteObjectSubtypeWeakmap, runtime.RemoteObjectSubtypeWeakset, runtime.RemoteObjectSubtypeIterator,
+		runtime.RemoteObjectSubtypeGenerator, runtime.RemoteObjectSubtypeWebassemblymemory, runtime.RemoteObjectSubtypeWasmvalue:
+		return "a " + ro.ClassName, "return plain data (strings, numbers, arrays and objects) made from it"
+	}
+	return "", ""
 }
 
 // jsonValue decodes a value returned by value; none (undefined, or what

@@ -270,6 +270,10 @@ func TestActions(t *testing.T) {
 		`"text"`:    "text",
 		`undefined`: nil,
 		`NaN`:       nil,
+		`-0`:        float64(0),
+		// as JSON.stringify gives them
+		`new Date(Date.UTC(2026, 10, 24, 12, 30))`:                 "2026-11-24T12:30:00.000Z",
+		`({when: new Date(0), n: Infinity, f() {}, u: undefined})`: map[string]any{"when": "1970-01-01T00:00:00.000Z", "n": nil},
 	} {
 		if got := f.do(t, Action{Type: ActEvaluate, Expression: expr}).Value; !reflect.DeepEqual(got, want) {
 			t.Fatalf("evaluate %s = %#v, want %#v", expr, got, want)
@@ -750,6 +754,14 @@ func TestStepMistakes(t *testing.T) {
 		{"evaluate window", Action{Type: ActEvaluate, Expression: `window`}, "cannot be returned as JSON"},
 		{"evaluate node", Action{Type: ActEvaluate, Expression: `document.body`}, "returned a DOM node (HTMLBodyElement)"},
 		{"evaluate awaited node", Action{Type: ActEvaluate, Expression: `Promise.resolve(document.documentElement)`}, "returned a DOM node"},
+		{"evaluate BigInt", Action{Type: ActEvaluate, Expression: `2n ** 70n`}, "returned a BigInt (1180591620717411303424n), which has no JSON value"},
+		{"evaluate BigInt inside", Action{Type: ActEvaluate, Expression: `({n: 1n})`}, "cannot be returned as JSON: TypeError: Do not know how to serialize a BigInt"},
+		{"evaluate Map", Action{Type: ActEvaluate, Expression: `new Map([["a", 1]])`}, "returned a Map, which has no JSON value"},
+		{"evaluate Set", Action{Type: ActEvaluate, Expression: `new Set([1])`}, "returned a Set"},
+		{"evaluate typed array", Action{Type: ActEvaluate, Expression: `new Uint8Array(3)`}, "returned binary data (Uint8Array)"},
+		{"evaluate Error", Action{Type: ActEvaluate, Expression: `new TypeError("x")`}, "returned an Error (TypeError)"},
+		{"evaluate function", Action{Type: ActEvaluate, Expression: `() => 1`}, "returned a function"},
+		{"evaluate Symbol", Action{Type: ActEvaluate, Expression: `Symbol("s")`}, "returned a Symbol"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
