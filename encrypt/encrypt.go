@@ -81,6 +81,15 @@ func ParseRecipients(s string) ([]age.Recipient, error) {
 		}
 		out = append(out, rs...)
 	}
+	// age refuses some sets only when it encrypts (post-quantum keys beside
+	// classic ones): find that now, before a command changes anything.
+	wc, err := age.Encrypt(io.Discard, out...)
+	if err != nil {
+		return nil, errcode.Hinted(err, errcode.InvalidInput,
+			"give recipients of one kind: all post-quantum (age1pq1…) or all classic (age1…, ssh-…); a machine with keys of both kinds decrypts with either",
+			"these age recipients cannot be used together")
+	}
+	_ = wc.Close()
 	return out, nil
 }
 

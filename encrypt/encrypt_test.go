@@ -240,6 +240,11 @@ func TestParseRecipients(t *testing.T) {
 	if err := os.WriteFile(file, []byte("# team\n"+r1+"\n\n"+r2+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	pq, err := age.GenerateHybridIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pqKey := pq.Recipient().String()
 	secretFile, _ := newIdentity(t)
 	secret, _ := os.ReadFile(secretFile)
 	secretKey := strings.TrimSpace(string(secret[bytes.Index(secret, []byte("AGE-SECRET")):]))
@@ -261,6 +266,9 @@ func TestParseRecipients(t *testing.T) {
 		{"missing file", filepath.Join(dir, "nope"), 0, errcode.InvalidInput},
 		{"secret key", secretKey, 0, errcode.InvalidInput},
 		{"identity file", secretFile, 0, errcode.InvalidInput},
+		{"post-quantum keys", pqKey + "," + pqKey, 2, ""},
+		// age takes them apart but refuses to encrypt to them together
+		{"post-quantum beside classic", r1 + "," + pqKey, 0, errcode.InvalidInput},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rs, err := ParseRecipients(c.in)
