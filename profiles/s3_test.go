@@ -322,3 +322,53 @@ func TestRestoreLatestKeepsTheStoresDiagnosis(t *testing.T) {
 		})
 	}
 }
+
+// TestPlaintextPlantedInRemoteStore: director puts only encrypted archives
+// in a remote store, so a plaintext snapshot there was planted by whoever
+// can write to the bucket (with their own login inside). restore latest,
+// the pre-check a run makes and a restore by id refuse it with
+// unsafe_archive and leave the profile as it was; --insecure-no-encryption,
+// which stored it, restores it.
+func TestPlaintextPlantedInRemoteStore(t *testing.T) {
+	srv := s3test.Start(t)
+	ctx := context.Background()
+	id, _ := age.GenerateX25519Identity()
+	victim := s3Manager(t, srv, id)
+	if err := victim.Create(ctx, "bank"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, victim.Dir("bank"), "the user's login")
+	want := readTree(t, victim.Dir("bank"))
+	if _, err := victim.Snapshot(ctx, "bank", SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	attacker := s3Manager(t, srv, id)
+	attacker.Recipients, attacker.Identities, attacker.InsecureNoEncryption = nil, nil, true
+	if err := attacker.Create(ctx, "bank"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, attacker.Dir("bank"), "the attacker's login")
+	planted, err := attacker.Snapshot(ctx, "bank", SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, ref := range []string{"latest", planted.ID} {
+		_, err := victim.Restore(ctx, "bank", ref, RestoreOptions{Force: true})
+		if errcode.Of(err) != errcode.UnsafeArchive || !strings.Contains(err.Error(), "is not encrypted") ||
+			!strings.Contains(errcode.HintOf(err), "--insecure-no-encryption") {
+			t.Fatalf("restore %s of a planted plaintext snapshot: %v (hint %q), want unsafe_archive", ref, err, errcode.HintOf(err))
+		}
+		sameTree(t, readTree(t, victim.Dir("bank")), want)
+		if err := victim.CheckRestore(ctx, "bank", ref, RestoreOptions{}); errcode.Of(err) != errcode.UnsafeArchive {
+			t.Fatalf("CheckRestore %s: %v, want unsafe_archive", ref, err)
+		}
+	}
+
+	victim.InsecureNoEncryption = true
+	got, err := victim.Restore(ctx, "bank", "latest", RestoreOptions{Force: true})
+	if err != nil || got.ID != planted.ID {
+		t.Fatalf("restore with --insecure-no-encryption: %+v, %v", got, err)
+	}
+}

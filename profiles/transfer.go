@@ -532,8 +532,23 @@ func (m *Manager) CheckRestore(ctx context.Context, name, ref string, o RestoreO
 		}
 		return f.Close()
 	}
-	_, _, err := m.resolve(ctx, name, ref, false)
-	return err
+	row, _, err := m.resolve(ctx, name, ref, false)
+	if err != nil {
+		return err
+	}
+	return m.plaintextRefused(row)
+}
+
+// plaintextRefused refuses to restore a plaintext snapshot from a remote
+// store unless InsecureNoEncryption: director uploads only encrypted
+// archives there, so a plaintext one was put there by hand or by someone
+// with write access to the store, who could swap in a login of their own.
+func (m *Manager) plaintextRefused(row catalog.Snapshot) error {
+	if row.Encrypted || m.InsecureNoEncryption || !storage.IsRemote(m.Store) {
+		return nil
+	}
+	return errcode.New(errcode.UnsafeArchive, "snapshot %s of profile %q in %s is not encrypted, and director uploads only encrypted archives to a remote store: anyone who can write to the store could have put it there", row.ID, row.Profile, m.Store).
+		WithHint("if you stored it yourself with --insecure-no-encryption, restore it with --insecure-no-encryption too; otherwise delete %s (and its manifest) from the store, and restore an encrypted snapshot by id (`director profile snapshots %s`)", row.ObjectKey, row.Profile)
 }
 
 // Restore replaces (or creates) a profile from a snapshot: ref is an id or
@@ -595,6 +610,9 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 				res.Duration = time.Since(start)
 				return res, nil
 			}
+		}
+		if err := m.plaintextRefused(row); err != nil {
+			return nil, err
 		}
 		if storeDown(unlisted) {
 			// The listing got no answer: the download would wait again.
