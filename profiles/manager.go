@@ -68,6 +68,10 @@ type Manager struct {
 
 	Recipients []age.Recipient // encrypt archives to these; empty means plaintext
 	Identities []age.Identity  // decrypt archives with these
+	// UnusedIdentity is why an identity file was passed over (the default
+	// one, readable by others): a snapshot that then has no identity to
+	// decrypt it names this reason and its hint.
+	UnusedIdentity error
 	// InsecureNoEncryption allows plaintext uploads to a remote store.
 	InsecureNoEncryption bool
 

@@ -425,6 +425,29 @@ func (m *Manager) putManifest(ctx context.Context, key string, man *snapshot.Man
 	return nil
 }
 
+// decrypt is encrypt.Decrypt with the Manager's identities. Without any,
+// because the identity file was passed over, it says why.
+func (m *Manager) decrypt(r io.Reader) (io.Reader, error) {
+	out, err := encrypt.Decrypt(r, m.Identities)
+	if err != nil && m.UnusedIdentity != nil && errors.Is(err, encrypt.ErrNoIdentity) {
+		hint := errcode.HintOf(m.UnusedIdentity)
+		if hint == "" {
+			hint = errcode.HintOf(err)
+		}
+		return nil, errcode.Hinted(identityPassedOver{m.UnusedIdentity.Error()}, errcode.DecryptFailed, hint, "")
+	}
+	return out, err
+}
+
+// identityPassedOver is encrypt.ErrNoIdentity, saying why there was none.
+type identityPassedOver struct{ why string }
+
+func (e identityPassedOver) Error() string {
+	return "the snapshot is encrypted, and the identity file was not used: " + strings.ReplaceAll(e.why, "\n", "; ")
+}
+
+func (e identityPassedOver) Unwrap() error { return encrypt.ErrNoIdentity }
+
 // getManifest reads and parses a stored manifest.
 func (m *Manager) getManifest(ctx context.Context, key string) (*snapshot.Manifest, error) {
 	rc, _, err := m.Store.Get(ctx, key)
@@ -434,7 +457,7 @@ func (m *Manager) getManifest(ctx context.Context, key string) (*snapshot.Manife
 	defer rc.Close()
 	var r io.Reader = io.LimitReader(rc, 64<<20)
 	if strings.HasSuffix(key, ".age") {
-		if r, err = encrypt.Decrypt(r, m.Identities); err != nil {
+		if r, err = m.decrypt(r); err != nil {
 			return nil, err
 		}
 	}
@@ -666,7 +689,7 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		return damagedArchive(name, row, hr, err)
 	}
 	if encrypted {
-		if body, err = encrypt.Decrypt(body, m.Identities); err != nil {
+		if body, err = m.decrypt(body); err != nil {
 			return nil, failed(err)
 		}
 	}
@@ -1167,7 +1190,7 @@ func (m *Manager) Verify(ctx context.Context, name, ref string) (_ *VerifyResult
 		defer p.Finish()
 	}
 	if row.Encrypted {
-		if body, err = encrypt.Decrypt(body, m.Identities); err != nil {
+		if body, err = m.decrypt(body); err != nil {
 			return nil, damagedArchive(name, row, hr, err)
 		}
 	}
@@ -1344,9 +1367,12 @@ func (m *Manager) Rebuild(ctx context.Context, allowEmpty bool) (*RebuildResult,
 			WithHint("run `director catalog rebuild` again once the director commands on them have finished (`director profile list` says which profiles are in use)")
 	}
 	if res.Undecryptable > 0 {
-		return res, errcode.Hinted(firstKeyErr, errcode.DecryptFailed,
-			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots were encrypted to, "+
-				"then run `director catalog rebuild` again; a newly generated key cannot decrypt them",
+		hint := "set " + encrypt.EnvIdentity + " (or " + encrypt.FlagIdentity + ") to the identity file whose public key the snapshots were encrypted to, " +
+			"then run `director catalog rebuild` again; a newly generated key cannot decrypt them"
+		if m.UnusedIdentity != nil && errcode.HintOf(m.UnusedIdentity) != "" {
+			hint = errcode.HintOf(m.UnusedIdentity) + ", then run `director catalog rebuild` again"
+		}
+		return res, errcode.Hinted(firstKeyErr, errcode.DecryptFailed, hint,
 			"catalog rebuild of %s: %d of %d manifest(s) could not be decrypted and were skipped (%d added, %d removed)",
 			store, res.Undecryptable, res.Found, len(res.Added), len(res.Removed))
 	}

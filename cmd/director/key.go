@@ -60,11 +60,12 @@ func recipientsIf(on bool) keyUse {
 // loadKeys reads the keys of use from their settings: the recipients of
 // --age-recipients / DIRECTOR_AGE_RECIPIENTS (none when it is not set: a
 // plaintext snapshot, which a remote store refuses) and the identity of
-// identityPath (none when there is none).
-func loadKeys(c *cli.Context, use keyUse) (rs []age.Recipient, ids []age.Identity, err error) {
+// identityPath (none when there is none). unusedDefault is why the default
+// identity file, there but unusable, was passed over.
+func loadKeys(c *cli.Context, use keyUse) (rs []age.Recipient, ids []age.Identity, unusedDefault, err error) {
 	if s := c.String("age-recipients"); use&useRecipients != 0 && s != "" {
 		if rs, err = encrypt.ParseRecipients(s); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if path, isDefault := identityPath(c); use&useIdentity != 0 && path != "" {
@@ -73,15 +74,15 @@ func loadKeys(c *cli.Context, use keyUse) (rs []age.Recipient, ids []age.Identit
 			// Nobody asked for this file: it only stands in for an unset
 			// setting. A plaintext snapshot needs no key, so say what is
 			// wrong with it and go on; an encrypted one then fails with
-			// decrypt_failed, after this warning.
+			// decrypt_failed, which names this reason too.
 			getGlobals(c).Log.Warn("the default age identity is not used: "+oneLine(err.Error()), "hint", errcode.HintOf(err))
-			return rs, nil, nil
+			return rs, nil, err, nil
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return rs, ids, nil
+	return rs, ids, nil, nil
 }
 
 // identityFileName is the identity's file in the home: where `key

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -465,6 +466,17 @@ func TestDefaultIdentity(t *testing.T) {
 			if code != errcode.ExitFailure || !strings.Contains(errOut, "[decrypt_failed]") || !strings.Contains(errOut, "the default one") ||
 				!strings.Contains(errOut, "chmod 600") {
 				t.Errorf("%q with a default identity others can read: exit %d, %s; want decrypt_failed naming the default identity, with chmod 600", args, code, errOut)
+			}
+			if args[0] == "key" {
+				continue
+			}
+			// Under --json (cron) the error itself, not only the log
+			// line before it, says why the identity was not used.
+			_, out, _ := d(append([]string{"--json"}, args...)...)
+			e, _ := decodeJSON(t, out)["error"].(map[string]any)
+			if msg, hint := fmt.Sprint(e["message"]), fmt.Sprint(e["hint"]); !strings.Contains(msg, "the identity file was not used") ||
+				!strings.Contains(msg, "accessible by other users") || !strings.Contains(hint, "chmod 600") {
+				t.Errorf("%q --json: %s; want the error to say why the identity file was not used, with chmod 600", args, out)
 			}
 		}
 		if code, _, errOut := d("profile", "list"); code != 0 {

@@ -104,7 +104,7 @@ func newManager(c *cli.Context, keys keyUse) (*profiles.Manager, error) {
 	if m.Store, err = openStore(ctx, c, g); err != nil {
 		return fail(err)
 	}
-	if m.Recipients, m.Identities, err = loadKeys(c, keys); err != nil {
+	if m.Recipients, m.Identities, m.UnusedIdentity, err = loadKeys(c, keys); err != nil {
 		return fail(err)
 	}
 	if progress.Enabled(os.Stderr, g.Quiet, g.JSON) {
