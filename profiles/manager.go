@@ -441,7 +441,11 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 			} else if errcode.Of(err) != errcode.SnapshotNotFound {
 				return nil, err
 			}
-			if since := m.unsavedSince(ctx, in.Name); !since.IsZero() {
+			since, err := m.unsavedSince(ctx, in.Name)
+			if err != nil {
+				return nil, err
+			}
+			if !since.IsZero() {
 				in.UnsavedSince = &since
 			}
 		}
@@ -550,7 +554,11 @@ func (m *Manager) Delete(ctx context.Context, name string, o DeleteOptions) (*De
 		if err := m.refuseIfRunning(name); err != nil {
 			return nil, err
 		}
-		if since := m.unsavedSince(ctx, name); !o.Force && !since.IsZero() {
+		since, err := m.unsavedSince(ctx, name)
+		if err != nil && !o.Force {
+			return nil, unsavedUnknown(name, "deleting", err)
+		}
+		if !o.Force && !since.IsZero() {
 			return nil, errcode.New(errcode.InvalidInput, "profile %s holds a login that no snapshot has (from %s); not deleting it",
 				name, since.UTC().Format(time.RFC3339)).
 				WithHint("keep it first with `director profile snapshot %s`, or pass --force to delete it anyway", name)

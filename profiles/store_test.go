@@ -1283,3 +1283,64 @@ func TestSnapshotsOfEarlierDirectors(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsavedGuardFailsClosed: when the catalog cannot say whether a
+// profile holds a login no snapshot has (its profiles table is damaged),
+// delete and restore refuse instead of taking the mark as absent, and the
+// profile keeps its newer login; --force goes on without the mark. Before,
+// a damaged table deleted the profile, or replaced it and exited 0.
+func TestUnsavedGuardFailsClosed(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("work"), "snapshotted")
+	snap, err := m.Snapshot(ctx, "work", SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(t.TempDir(), "work.tar.zst")
+	rc, _, err := m.Store.Get(ctx, snap.ObjectKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || os.WriteFile(archive, data, 0o600) != nil {
+		t.Fatal(err)
+	}
+	m.Now = func() time.Time { return time.Now().Add(time.Minute) }
+	if err := m.MarkUnsaved(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("work"), "the newer login")
+	want := readTree(t, m.Dir("work"))
+
+	raw, err := sql.Open("sqlite3", m.Catalog.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`DROP TABLE profiles`); err != nil {
+		t.Fatal(err)
+	}
+
+	for name, try := range map[string]func() error{
+		"delete":            func() error { _, err := m.Delete(ctx, "work", DeleteOptions{}); return err },
+		"restore latest":    func() error { _, err := m.Restore(ctx, "work", "latest", RestoreOptions{}); return err },
+		"run's restore":     func() error { _, err := m.Restore(ctx, "work", "latest", RestoreOptions{KeepUnsaved: true}); return err },
+		"restore --archive": func() error { _, err := m.Restore(ctx, "work", "", RestoreOptions{Archive: archive}); return err },
+	} {
+		err := try()
+		if err == nil || !strings.Contains(err.Error(), "cannot tell whether profile work holds a login that no snapshot has") ||
+			!strings.Contains(errcode.HintOf(err), "--force") {
+			t.Errorf("%s with the unsaved mark unreadable: %v (hint %q); want a refusal naming --force", name, err, errcode.HintOf(err))
+		}
+		sameTree(t, readTree(t, m.Dir("work")), want)
+	}
+
+	if _, err := m.Restore(ctx, "work", "latest", RestoreOptions{Force: true}); err != nil {
+		t.Fatalf("restore --force: %v", err)
+	}
+}

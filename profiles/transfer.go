@@ -292,20 +292,31 @@ func (m *Manager) MarkUnsaved(ctx context.Context, name string) error {
 }
 
 // unsavedSince is when the local profile name came to hold a login that no
-// snapshot has (see MarkUnsaved), zero when it holds none or the catalog
-// (or its absence) cannot tell. Delete refuses such a profile without Force.
-func (m *Manager) unsavedSince(ctx context.Context, name string) time.Time {
+// snapshot has (see MarkUnsaved), zero when it holds none or there is no
+// catalog; an error when the catalog cannot be read, which callers take as
+// a refusal (unsavedUnknown), not as no mark. Delete refuses such a profile
+// without Force.
+func (m *Manager) unsavedSince(ctx context.Context, name string) (time.Time, error) {
 	if m.Catalog == nil {
-		return time.Time{}
+		return time.Time{}, nil
 	}
 	p, err := m.Catalog.GetProfile(ctx, name)
-	if err != nil {
-		if errcode.Of(err) != errcode.ProfileNotFound {
-			m.log().Warn("cannot read the profile's catalog row", "profile", name, "err", err)
-		}
-		return time.Time{}
+	if errcode.Of(err) == errcode.ProfileNotFound {
+		return time.Time{}, nil // never marked
 	}
-	return p.UnsavedSince
+	if err != nil {
+		return time.Time{}, err
+	}
+	return p.UnsavedSince, nil
+}
+
+// unsavedUnknown refuses to doing (replace, delete) profile name when its
+// unsaved mark cannot be read: the guard of a login no snapshot has fails
+// closed. --force goes on without it.
+func unsavedUnknown(name, doing string, err error) error {
+	return errcode.Hinted(err, errcode.Of(err),
+		fmt.Sprintf("the catalog could not be read (see the error); fix that first, or, if profile %s holds no login you need, pass --force", name),
+		"cannot tell whether profile %s holds a login that no snapshot has, so not %s it", name, doing)
 }
 
 // clearUnsaved removes the profile's MarkUnsaved after a snapshot or a
@@ -623,7 +634,11 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 			return nil, err
 		}
 		if statErr == nil && (o.KeepUnsaved || !o.Force) {
-			if since := m.unsavedSince(ctx, name); !since.IsZero() && since.After(row.CreatedAt) {
+			since, err := m.unsavedSince(ctx, name)
+			if err != nil {
+				return nil, unsavedUnknown(name, "replacing", err)
+			}
+			if !since.IsZero() && since.After(row.CreatedAt) {
 				if !o.KeepUnsaved {
 					return nil, unsavedLogin(name, since, row.ID)
 				}
@@ -715,7 +730,11 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 			}
 			if o.Archive != "" && statErr == nil && !o.Force {
 				// An archive file says when it was made only here.
-				if since := m.unsavedSince(ctx, name); !since.IsZero() && since.After(man.CreatedAt) {
+				since, err := m.unsavedSince(ctx, name)
+				if err != nil {
+					return unsavedUnknown(name, "replacing", err)
+				}
+				if !since.IsZero() && since.After(man.CreatedAt) {
 					return unsavedLogin(name, since, man.ID)
 				}
 			}
