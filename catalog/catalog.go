@@ -52,7 +52,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	// permissions; SQLite gives the -wal and -shm files the same mode.
 	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, errcode.Hinted(err, errcode.Internal, "check the file's owner and permissions, or set --home / DIRECTOR_HOME to another directory", "cannot open the catalog %s", abs)
+		return nil, notACatalog(err, abs)
 	}
 	st, err := f.Stat()
 	f.Close()
@@ -117,6 +117,12 @@ func isBusy(err error) bool {
 }
 
 func notACatalog(err error, path string) error {
+	if accessDenied(err) {
+		dir := shellquote.Quote(filepath.Dir(path))
+		return errcode.Hinted(err, errcode.Internal,
+			fmt.Sprintf("the catalog is not damaged: do not move it away. director must read and write %s, its -wal and -shm files and their directory: check their owner and mode with `ls -la %s` (a file left by `sudo director` is root's), or set --home / DIRECTOR_HOME to a directory of yours", filepath.Base(path), dir),
+			"cannot write the catalog %s", path)
+	}
 	if diskFull(err) {
 		return errcode.Hinted(err, errcode.Internal,
 			fmt.Sprintf("free space on that disk (see `df -h %s`), or set --home / DIRECTOR_HOME to a directory on another one; the catalog is not damaged: do not move it away", shellquote.Quote(filepath.Dir(path))),
@@ -328,12 +334,35 @@ func queryErr(err error, what string) error {
 	if isBusy(err) {
 		return errcode.Hinted(err, errcode.Timeout, "another director process holds the catalog; retry when it finishes", "catalog: %s", what)
 	}
+	if accessDenied(err) {
+		return errcode.Hinted(err, errcode.Internal,
+			"the catalog is not damaged: do not move it away. director must read and write director.db, its -wal and -shm files and director's home (--home / DIRECTOR_HOME): check their owner and mode with `ls -la` there (a file left by `sudo director` is root's)",
+			"catalog: %s: the catalog cannot be written", what)
+	}
 	if diskFull(err) {
 		return errcode.Hinted(err, errcode.Internal,
 			"free space on the disk that holds director's home (--home / DIRECTOR_HOME), or move the home to another disk; the catalog is not damaged: do not move it away",
 			"catalog: %s: no space left on the disk holding the catalog", what)
 	}
 	return errcode.Hinted(err, errcode.Internal, "if the catalog is damaged, move it away and run: `director catalog rebuild`", "catalog: %s", what)
+}
+
+// accessDenied says whether SQLite failed because it may not write the
+// catalog, its -wal or -shm file or their directory (SQLITE_READONLY,
+// SQLITE_PERM, SQLITE_CANTOPEN, or errno EACCES, EPERM, EROFS): a file
+// owned by another user, a read-only mount. That is no sign of a damaged
+// catalog, and moving it away would lose a good one.
+func accessDenied(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch {
+		case se.Code == sqlite3.ErrReadonly, se.Code == sqlite3.ErrPerm, se.Code == sqlite3.ErrCantOpen:
+			return true
+		case se.SystemErrno == syscall.EACCES, se.SystemErrno == syscall.EPERM, se.SystemErrno == syscall.EROFS:
+			return true
+		}
+	}
+	return errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EROFS)
 }
 
 // diskFull says whether SQLite failed because the file system holding the

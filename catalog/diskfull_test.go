@@ -116,3 +116,75 @@ func TestDiskFullErrors(t *testing.T) {
 		}
 	}
 }
+
+// A catalog that may not be written (a read-only mount here; a file or
+// -wal owned by another user, as `sudo director` leaves, fails the same
+// way) is not a damaged one: opening it says so and never advises moving
+// it away, which would lose a good catalog. (TestAccessDeniedErrors covers
+// a statement on an open catalog: a file system busy with it cannot be
+// remounted read-only.)
+func TestCatalogOnReadOnlyDisk(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, path string, readOnly func()) error
+	}{
+		{"open", func(t *testing.T, path string, readOnly func()) error {
+			db, err := Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			readOnly()
+			db, err = Open(ctx, path)
+			if err == nil {
+				db.Close()
+			}
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			disk := testenv.SmallDisk(t, 4<<20)
+			readOnly := func() {
+				if err := syscall.Mount("", disk, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+					t.Fatalf("remounting read-only: %v", err)
+				}
+			}
+			err := c.run(t, filepath.Join(disk, "director.db"), readOnly)
+			if err == nil {
+				t.Fatal("no error on a read-only disk")
+			}
+			hint := errcode.HintOf(err)
+			if !strings.Contains(hint, "not damaged: do not move it away") || !strings.Contains(hint, "owner and mode") || strings.Contains(hint, "move it away and run") {
+				t.Errorf("%v: hint %q; want the catalog called undamaged, with owner and mode to check", err, hint)
+			}
+		})
+	}
+}
+
+// TestAccessDeniedErrors runs everywhere: SQLite's read-only, permission
+// and cannot-open answers and EACCES, EPERM, EROFS count as access denied;
+// a corrupt database and a full disk do not.
+func TestAccessDeniedErrors(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"SQLITE_READONLY", sqlite3.Error{Code: sqlite3.ErrReadonly}, true},
+		{"SQLITE_CANTOPEN", sqlite3.Error{Code: sqlite3.ErrCantOpen}, true},
+		{"I/O error with EACCES", sqlite3.Error{Code: sqlite3.ErrIoErr, SystemErrno: syscall.EACCES}, true},
+		{"wrapped EROFS", fmt.Errorf("x: %w", &os.PathError{Op: "open", Path: "f", Err: syscall.EROFS}), true},
+		{"corrupt", sqlite3.Error{Code: sqlite3.ErrCorrupt}, false},
+		{"full", sqlite3.Error{Code: sqlite3.ErrFull}, false},
+	} {
+		if got := accessDenied(c.err); got != c.want {
+			t.Errorf("%s: accessDenied = %v, want %v", c.name, got, c.want)
+		}
+		// A statement on an open catalog that can no longer be written
+		// (its -wal chowned away) fails through queryErr.
+		if hint := errcode.HintOf(queryErr(c.err, "inserting a snapshot")); c.want != strings.Contains(hint, "owner and mode") {
+			t.Errorf("%s: queryErr hint %q", c.name, hint)
+		}
+	}
+}
