@@ -1327,9 +1327,12 @@ func TestUnsavedGuardFailsClosed(t *testing.T) {
 	}
 
 	for name, try := range map[string]func() error{
-		"delete":            func() error { _, err := m.Delete(ctx, "work", DeleteOptions{}); return err },
-		"restore latest":    func() error { _, err := m.Restore(ctx, "work", "latest", RestoreOptions{}); return err },
-		"run's restore":     func() error { _, err := m.Restore(ctx, "work", "latest", RestoreOptions{KeepUnsaved: true}); return err },
+		"delete":         func() error { _, err := m.Delete(ctx, "work", DeleteOptions{}); return err },
+		"restore latest": func() error { _, err := m.Restore(ctx, "work", "latest", RestoreOptions{}); return err },
+		"run's restore": func() error {
+			_, err := m.Restore(ctx, "work", "latest", RestoreOptions{KeepUnsaved: true})
+			return err
+		},
 		"restore --archive": func() error { _, err := m.Restore(ctx, "work", "", RestoreOptions{Archive: archive}); return err },
 	} {
 		err := try()
