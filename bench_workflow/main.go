@@ -156,7 +156,8 @@ func run(n int, asJSON bool, chrome string, out io.Writer) error {
 	}
 
 	// Restore plus launch: a logged-in profile, snapshotted, restored and launched.
-	login := strings.ReplaceAll("name: login\nprofile: bench\nrestore: none\nsnapshot: on_success\nsteps:"+steps, "SITE", site.URL)
+	login := strings.ReplaceAll("name: login\nprofile: bench\nrestore: none\nsnapshot: on_success\n"+
+		"login_check: {url: SITE/account, logged_in_selector: \"#whoami\", login_wall_selector: form#login}\nsteps:"+steps, "SITE", site.URL)
 	lw, err := workflows.Parse("login.yaml", []byte(login), workflows.LoadOptions{})
 	if err != nil {
 		return err

@@ -235,6 +235,8 @@ type decoder struct {
 	declared, used map[string]bool
 	secrets        secretSet // see Workflow.Redact
 	problems       []Problem
+	// unproven: the workflow has no login_check, so it may not snapshot.
+	unproven bool
 }
 
 func (d *decoder) add(line int, field, format string, args ...any) {
@@ -597,6 +599,18 @@ func (d *decoder) decode(data []byte) *Workflow {
 	}
 	if k, ok := seen["login_check"]; ok && !isNull(k.val) {
 		w.LoginCheck = d.loginCheck(k)
+	} else if !w.Incognito {
+		// Without a login check no run can prove the login, and a
+		// logged-out run would replace the good snapshot: such a workflow
+		// does not snapshot unless asked, and cannot be asked.
+		d.unproven = true
+		if k, ok := seen["snapshot"]; !ok {
+			w.Snapshot = SnapshotNever
+		} else if w.Snapshot == SnapshotOnSuccess || w.Snapshot == SnapshotAlways {
+			d.problems = append(d.problems, Problem{File: d.file, Line: lineOf(k.val, k.line), Field: "snapshot",
+				Msg:  fmt.Sprintf("%s needs a login_check: without one a run cannot prove that the profile is still logged in, and a logged-out run would replace the good snapshot", w.Snapshot),
+				Hint: "add a login_check (a url and a logged_in_selector or login_wall_selector; docs/workflows.md), or set snapshot: never"})
+		}
 	}
 	if k, ok := seen["steps"]; ok {
 		w.Steps = d.steps(k, w)
@@ -1131,6 +1145,11 @@ func (d *decoder) action(st *Step, a kv, field string, w *Workflow) {
 		}
 		if w.Incognito {
 			d.add(a.line, field, "an incognito run (profile: null) cannot be snapshotted")
+		}
+		if d.unproven {
+			d.problems = append(d.problems, Problem{File: d.file, Line: a.line, Field: field,
+				Msg:  "a snapshot step needs a login_check, which it runs first: without one it cannot prove that the profile is still logged in, and would replace the good snapshot with a logged-out one",
+				Hint: "add a login_check (a url and a logged_in_selector or login_wall_selector; docs/workflows.md), or remove the snapshot step"})
 		}
 	}
 }

@@ -112,7 +112,7 @@ func TestParseDefaultsAndVarsOverride(t *testing.T) {
 	if w.Steps[0].URL != "http://h/bob" {
 		t.Fatalf("--var did not override: %q", w.Steps[0].URL)
 	}
-	if w.Restore != RestoreLatest || w.Snapshot != SnapshotOnSuccess || w.Session.IdleTimeout != 2*time.Minute ||
+	if w.Restore != RestoreLatest || w.Snapshot != SnapshotNever || w.Session.IdleTimeout != 2*time.Minute ||
 		w.Session.MaxDuration != 10*time.Minute || w.Browser.Timeout != DefaultActionTimeout || w.Browser.Headless != nil {
 		t.Fatalf("defaults: %+v", w)
 	}
@@ -482,6 +482,51 @@ func TestParseVarFlags(t *testing.T) {
 				if strings.Contains(err.Error()+errcode.HintOf(err), v) {
 					t.Errorf("the error quotes a --var value %q: %v", v, err)
 				}
+			}
+		})
+	}
+}
+
+// TestSnapshotNeedsLoginCheck: only a run that proves the login may
+// snapshot, so a workflow without a login_check does not snapshot by
+// default, and one that asks to (snapshot: on_success or always, or a
+// snapshot step) is refused at its line; with a check, on_success is the
+// default. Before, a logged-out run of a workflow without a check replaced
+// the latest good snapshot.
+func TestSnapshotNeedsLoginCheck(t *testing.T) {
+	const check = "login_check:\n  url: http://h/account\n  logged_in_selector: '#me'\n"
+	cases := []struct {
+		name, src string
+		want      SnapshotPolicy
+		line      int    // of the problem, 0 for none
+		field     string // of the problem
+	}{
+		{"no check, no policy", "name: x\nprofile: p\nsteps:\n  - navigate: http://h/\n", SnapshotNever, 0, ""},
+		{"check, no policy", "name: x\nprofile: p\n" + check + "steps:\n  - navigate: http://h/\n", SnapshotOnSuccess, 0, ""},
+		{"no check, never", "name: x\nprofile: p\nsnapshot: never\nsteps:\n  - navigate: http://h/\n", SnapshotNever, 0, ""},
+		{"check, always", "name: x\nprofile: p\nsnapshot: always\n" + check + "steps:\n  - navigate: http://h/\n", SnapshotAlways, 0, ""},
+		{"incognito", "name: x\nprofile: null\nsteps:\n  - navigate: http://h/\n", SnapshotNever, 0, ""},
+		{"no check, on_success", "name: x\nprofile: p\nsnapshot: on_success\nsteps:\n  - navigate: http://h/\n", "", 3, "snapshot"},
+		{"no check, always", "name: x\nprofile: p\nsnapshot: always\nsteps:\n  - navigate: http://h/\n", "", 3, "snapshot"},
+		{"no check, a snapshot step", "name: x\nprofile: p\nsnapshot: never\nsteps:\n  - navigate: http://h/\n  - snapshot: {note: n}\n", "", 6, "steps[1].snapshot"},
+		{"login_check: null", "name: x\nprofile: p\nsnapshot: on_success\nlogin_check: null\nsteps:\n  - navigate: http://h/\n", "", 3, "snapshot"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w, err := Parse("wf.yaml", []byte(c.src), LoadOptions{})
+			if c.line == 0 {
+				if err != nil || w.Snapshot != c.want {
+					t.Fatalf("got %v, snapshot %v; want %s", err, w, c.want)
+				}
+				return
+			}
+			var verr *ValidationError
+			if !errors.As(err, &verr) || len(verr.Problems) != 1 {
+				t.Fatalf("got %v, want one problem", err)
+			}
+			p := verr.Problems[0]
+			if p.Line != c.line || p.Field != c.field || !strings.Contains(p.Msg, "needs a login_check") || !strings.Contains(p.Hint, "add a login_check") {
+				t.Fatalf("problem %+v, want line %d field %s", p, c.line, c.field)
 			}
 		})
 	}

@@ -428,7 +428,7 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 	// Login check: after successful steps, and for snapshot: always also
 	// after failed ones (when the session still runs), because a snapshot
 	// needs a passing check.
-	loginOK := w.LoginCheck == nil
+	loginOK := false // without a check nothing proves the login (Parse refuses a snapshot then)
 	if w.LoginCheck != nil && s.Err() == nil && (err == nil || (w.Snapshot == SnapshotAlways && StatusFor(err) == StatusFailed)) {
 		t0 := time.Now()
 		r.progress(w, ProgressEvent{Stage: "login_check", Detail: w.LoginCheck.URL})
@@ -527,6 +527,8 @@ func snapshotSkip(w *Workflow, err error, loginOK bool, check string) string {
 		return "incognito run"
 	case w.Snapshot == SnapshotNever:
 		return "snapshot: never"
+	case w.LoginCheck == nil:
+		return "no login_check proves the login"
 	case errcode.Of(err) == errcode.Interrupted || errors.Is(err, context.Canceled):
 		// Whatever had failed or not run by then: it was stopped.
 		return "run interrupted"
@@ -715,8 +717,9 @@ func loginCheckAction(w *Workflow, tab string) session.Action {
 // own, so that the steps' tabs keep their pages, then closes that tab and
 // makes the previous tab current again.
 func (r *Runner) proveLogin(ctx context.Context, w *Workflow, s *session.Session) error {
-	if w.LoginCheck == nil {
-		return nil
+	if w.LoginCheck == nil { // Parse refuses such a step
+		return errcode.New(errcode.InvalidAction, "a snapshot step needs a login_check to prove the login first").
+			WithHint("add a login_check to %s, or remove the snapshot step", w.File)
 	}
 	prev := ""
 	for _, t := range s.Info().Tabs {

@@ -510,7 +510,7 @@ snapshot: on_success
 // user_stopped, still closes Chrome gracefully, and takes no snapshot.
 func TestInterruptedRun(t *testing.T) {
 	e := newEnv(t)
-	w := e.wf(t, "name: stop\nprofile: web\nrestore: none\nsnapshot: always\nsteps:\n  - navigate: SITE/setcookie?name=k&value=v&max_age=600\n  - sleep: 30s\n")
+	w := e.wf(t, "name: stop\nprofile: web\nrestore: none\nsnapshot: always\n"+loginCheckYAML+"steps:\n  - navigate: SITE/setcookie?name=k&value=v&max_age=600\n  - sleep: 30s\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	e.runner.Progress = func(ev ProgressEvent) {
 		if ev.Stage == "step" && !ev.Done && ev.Step.Kind == StepSleep {
@@ -536,7 +536,7 @@ func TestMidRunSnapshot(t *testing.T) {
 profile: web
 restore: none
 snapshot: never
-steps:
+`+loginCheckYAML+`steps:
   - navigate: SITE/login
   - type: {selector: "#username", text: alice}
   - type: {selector: "#password", text: secret}
@@ -815,7 +815,7 @@ func TestLoginWallInAStep(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := e.wf(t, "name: wall\nprofile: walled\nsnapshot: on_success\n"+c.check+"steps:\n  - navigate: "+c.page+
+			w := e.wf(t, "name: wall\nprofile: walled\n"+c.check+"steps:\n  - navigate: "+c.page+
 				"\n  - extract: {selector: \"#nothing\", as: who}\n    timeout: 300ms\n    retries: 1\n")
 			res, err := e.run(t, w)
 			if errcode.Of(err) != c.code {
@@ -871,7 +871,10 @@ func TestSnapshotSkip(t *testing.T) {
 		{"blocked", wf, errcode.New(errcode.DomainBlocked, "x"), false, "not_run", "run stopped at a blocked domain"},
 		{"never", &Workflow{Snapshot: SnapshotNever}, nil, true, "none", "snapshot: never"},
 		{"incognito", &Workflow{Incognito: true}, nil, true, "none", "incognito run"},
-		{"no login check, step failed", &Workflow{Snapshot: SnapshotOnSuccess}, notFound, true, "none", "run failed"},
+		// Parse refuses these workflows; a Workflow built by hand still
+		// never snapshots without a check.
+		{"no login check, step failed", &Workflow{Snapshot: SnapshotOnSuccess}, notFound, false, "none", "no login_check proves the login"},
+		{"no login check, steps passed", &Workflow{Snapshot: SnapshotAlways}, nil, false, "none", "no login_check proves the login"},
 		// Ctrl-C during a step or during the login check.
 		{"interrupted in a step", wf, errcode.New(errcode.Interrupted, "interrupted"), false, "not_run", "run interrupted"},
 		{"interrupted in the check", wf, errcode.Wrap(context.Canceled, errcode.Interrupted, "interrupted"), false, "not_run", "run interrupted"},
@@ -1062,8 +1065,8 @@ func TestUnencryptedRemoteSnapshotRefusedUpFront(t *testing.T) {
 		code      errcode.Code
 		launches  int
 	}{
-		{"on success", "snapshot: on_success\nsteps:\n  - navigate: SITE/\n", errcode.InvalidInput, 0},
-		{"a snapshot step", "snapshot: never\nsteps:\n  - navigate: SITE/\n  - snapshot:\n", errcode.InvalidInput, 0},
+		{"on success", "snapshot: on_success\n" + loginCheckYAML + "steps:\n  - navigate: SITE/\n", errcode.InvalidInput, 0},
+		{"a snapshot step", "snapshot: never\n" + loginCheckYAML + "steps:\n  - navigate: SITE/\n  - snapshot:\n", errcode.InvalidInput, 0},
 		{"never", "snapshot: never\nrestore: none\nsteps:\n  - navigate: SITE/\n", "", 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -270,6 +270,7 @@ func TestKeySettingsStopOnlyCommandsThatUseThem(t *testing.T) {
 // TestRunKeys: a run loads the identity only when it restores a snapshot
 // and the recipients only when it may snapshot (by its policy or a step).
 func TestRunKeys(t *testing.T) {
+	const check = "login_check: {url: 'http://127.0.0.1:1/account', logged_in_selector: '#me'}\n"
 	cases := []struct {
 		name, src string
 		want      keyUse
@@ -277,9 +278,10 @@ func TestRunKeys(t *testing.T) {
 		{"neither", "restore: none\nsnapshot: never\nsteps:\n  - navigate: http://127.0.0.1:1/\n", noKeys},
 		{"restore latest", "snapshot: never\nsteps:\n  - navigate: http://127.0.0.1:1/\n", useIdentity},
 		{"restore by id", "restore: work-20261101T000000Z-abcd\nsnapshot: never\nsteps:\n  - navigate: http://127.0.0.1:1/\n", useIdentity},
-		{"snapshot on success", "restore: none\nsteps:\n  - navigate: http://127.0.0.1:1/\n", useRecipients},
-		{"snapshot step", "restore: none\nsnapshot: never\nsteps:\n  - navigate: http://127.0.0.1:1/\n  - snapshot: {}\n", useRecipients},
-		{"both", "steps:\n  - navigate: http://127.0.0.1:1/\n", useIdentity | useRecipients},
+		{"snapshot on success", "restore: none\n" + check + "steps:\n  - navigate: http://127.0.0.1:1/\n", useRecipients},
+		{"snapshot step", "restore: none\nsnapshot: never\n" + check + "steps:\n  - navigate: http://127.0.0.1:1/\n  - snapshot: {}\n", useRecipients},
+		{"both", check + "steps:\n  - navigate: http://127.0.0.1:1/\n", useIdentity | useRecipients},
+		{"no login check: never snapshots", "steps:\n  - navigate: http://127.0.0.1:1/\n", useIdentity},
 		{"incognito", "profile: null\nsteps:\n  - navigate: http://127.0.0.1:1/\n", noKeys},
 	}
 	for _, c := range cases {
@@ -320,7 +322,7 @@ func TestRunKeySettings(t *testing.T) {
 			map[string]string{encrypt.EnvIdentity: missing, encrypt.EnvRecipients: "age1bogus"}, ""},
 		{"restore", wf("restore", "restore: latest\nsnapshot: never\n"),
 			map[string]string{encrypt.EnvIdentity: missing}, errcode.DecryptFailed},
-		{"snapshot", wf("snapshot", "restore: none\nsnapshot: always\n"),
+		{"snapshot", wf("snapshot", "restore: none\nsnapshot: always\nlogin_check: {url: '"+site.At("/account")+"', logged_in_selector: '#whoami'}\n"),
 			map[string]string{encrypt.EnvRecipients: "age1bogus"}, errcode.InvalidInput},
 	}
 	for _, c := range cases {

@@ -300,6 +300,7 @@ profile: work
 restore: latest
 snapshot: on_success
 browser: {headless: true}
+login_check: {url: '`+site.At("/cookies")+`', logged_in_selector: "#cookies"}
 steps:
   - navigate: `+site.At("/cookies")+`
   - extract: {selector: "#cookies", as: cookies}
