@@ -68,10 +68,12 @@ type Session struct {
 	browser      Browser
 	fatal        error // set when a limit or the blocklist ends the session
 	ending       bool
-	restarting   bool
-	endReason    EndReason
-	idle         *time.Timer
-	maxT         *time.Timer
+	// killedAtClose: the end had to kill Chrome (see CloseFor).
+	killedAtClose bool
+	restarting    bool
+	endReason     EndReason
+	idle          *time.Timer
+	maxT          *time.Timer
 	// Popups (see popups.go): pages a tab opened that have no handle yet,
 	// handles given to popups still being attached, and why the tab of a
 	// handle went away.
@@ -468,17 +470,40 @@ func (s *Session) stopIdle() {
 // Chrome writes cookies and storage to disk) and records session_end. It
 // waits for an end already under way and is safe to call more than once.
 func (s *Session) Close(ctx context.Context, reason EndReason) error {
-	s.end(ctx, reason, nil)
-	return nil
+	return s.CloseFor(ctx, reason, nil)
 }
 
 // CloseFor is Close for a session that ends because of err (a failed
 // step, a login check that found a login wall): the session_end event then
 // carries err's code, as it does for an error that ended the session by
 // itself. A nil err is Close.
+//
+// It fails (ErrKilledAtClose) when Chrome did not exit after Browser.close
+// and had to be killed: cookies and storage written since its last flush
+// may be missing from the profile, which must then not be snapshotted.
 func (s *Session) CloseFor(ctx context.Context, reason EndReason, err error) error {
 	s.end(ctx, reason, err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.killedAtClose {
+		return killedAtClose()
+	}
 	return nil
+}
+
+// ErrKilledAtClose is under the error of a close that had to kill Chrome.
+var ErrKilledAtClose = errors.New("Chrome did not exit after Browser.close and was killed: cookies and storage written since its last flush may be missing from the profile")
+
+func killedAtClose() error {
+	return errcode.Hinted(ErrKilledAtClose, errcode.Timeout,
+		"no snapshot was taken, so the latest good one is kept; Chrome was too slow to close (an overloaded machine, or a page that kept it busy): run the workflow again", "")
+}
+
+// wasKilled says whether closing b had to kill its process (launcher's
+// Browser knows; other Browsers never kill).
+func wasKilled(b Browser) bool {
+	k, ok := b.(interface{ Killed() bool })
+	return ok && k.Killed()
 }
 
 // end is the one path every ending takes.
@@ -526,6 +551,11 @@ func (s *Session) end(ctx context.Context, reason EndReason, cause error) {
 			s.o.Log.Warn("closing the browser", "session", s.id, "err", err)
 		}
 		cancel()
+		if wasKilled(b) {
+			s.mu.Lock()
+			s.killedAtClose = true
+			s.mu.Unlock()
+		}
 	}
 	for _, t := range tabs {
 		if t.cancel != nil {
@@ -829,7 +859,9 @@ func staleMessage(msg string) bool {
 // Restart closes the browser gracefully, calls between (for example a
 // snapshot of the now closed profile), launches the browser again and
 // reopens every tab at its URL, keeping the tab handles. The limits keep
-// running; the session stays the same.
+// running; the session stays the same. When Chrome had to be killed at the
+// close, between is not called and Restart fails with ErrKilledAtClose
+// under its error, after the relaunch.
 func (s *Session) Restart(ctx context.Context, between func(context.Context) error) error {
 	s.actMu.Lock()
 	defer s.actMu.Unlock()
@@ -869,7 +901,12 @@ func (s *Session) Restart(ctx context.Context, between func(context.Context) err
 		}
 	}
 	var betweenErr error
-	if between != nil {
+	switch {
+	case wasKilled(b):
+		// What between would read (a snapshot) may lack Chrome's last
+		// writes: it is not called, and the restart goes on.
+		betweenErr = killedAtClose()
+	case between != nil:
 		betweenErr = between(ctx)
 	}
 	nb, err := s.o.Launch(ctx)

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"director/launcher"
 	"director/session"
@@ -14,6 +15,9 @@ type ChromeOptions struct {
 	CDPURL     string   // --cdp-url: attach to a running browser instead
 	ExtraFlags []string // added to Chrome's command line
 	Log        *slog.Logger
+	// CloseTimeout bounds the graceful close before Chrome is killed;
+	// 0 is launcher.DefaultCloseTimeout.
+	CloseTimeout time.Duration
 }
 
 // ChromeLauncher returns a Launcher on the launcher package: Chrome with the
@@ -31,6 +35,7 @@ func ChromeLauncher(o ChromeOptions) Launcher {
 			ExtraFlags:         o.ExtraFlags,
 			HostResolverRules:  lo.HostResolverRules,
 			KeepSessionCookies: true,
+			CloseTimeout:       o.CloseTimeout,
 			Log:                o.Log,
 		})(ctx)
 	}

@@ -476,7 +476,7 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 	if ctx.Err() != nil {
 		reason = session.EndUserStopped
 	}
-	_ = s.CloseFor(context.WithoutCancel(ctx), reason, err)
+	closeErr := s.CloseFor(context.WithoutCancel(ctx), reason, err)
 	r.endSession(ctx, s, res)
 	res.Durations.CloseMS = ms(time.Since(t0))
 	r.progress(w, ProgressEvent{Stage: "close", Done: true, Duration: time.Since(t0), Detail: res.EndReason})
@@ -484,6 +484,14 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 	// Snapshot per policy; never after a logged-out or blocked run, so a
 	// bad refresh never replaces the latest good snapshot.
 	res.SnapshotSkipped = snapshotSkip(w, err, loginOK, res.LoginCheck)
+	if res.SnapshotSkipped == "" && closeErr != nil {
+		// Chrome was killed at the close: the proven login may not be on
+		// disk, so neither a snapshot nor the unsaved mark trusts it.
+		res.SnapshotSkipped = "Chrome was killed at the close, so the profile may lack its last writes"
+		if err == nil {
+			err = closeErr
+		}
+	}
 	if res.SnapshotSkipped == "" && ctx.Err() == nil {
 		if res.LoginCheck == "passed" {
 			// The profile holds a login the check just proved, newer than

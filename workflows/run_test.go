@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1173,6 +1175,64 @@ func TestHumanRequiredMessage(t *testing.T) {
 			err := (&Runner{}).humanRequired(w, &c.res, cause)
 			if msg := err.Error(); !strings.Contains(msg, "profile web needs a human "+c.want) {
 				t.Errorf("message %q, want %q", msg, c.want)
+			}
+		})
+	}
+}
+
+// stallingBrowser is a real Chrome that, when stall is set, is stopped
+// (SIGSTOP) as its close begins, so that it never answers Browser.close
+// and the launcher has to kill it: a hung or starved Chrome.
+type stallingBrowser struct {
+	session.Browser
+	stall *atomic.Bool
+}
+
+func (b stallingBrowser) Close(ctx context.Context) error {
+	if b.stall.CompareAndSwap(true, false) {
+		_ = syscall.Kill(b.Browser.(interface{ PID() int }).PID(), syscall.SIGSTOP)
+	}
+	return b.Browser.Close(ctx)
+}
+
+func (b stallingBrowser) Killed() bool { return b.Browser.(interface{ Killed() bool }).Killed() }
+
+// TestChromeKilledAtCloseIsNotSnapshotted: a Chrome that had to be killed
+// at the close may not have written the login the check just proved, so
+// neither the run's snapshot nor a snapshot step trusts that profile: the
+// run fails with timeout, the latest good snapshot stays latest, and
+// nothing is taken. Before, the run said ok and snapshotted it.
+func TestChromeKilledAtCloseIsNotSnapshotted(t *testing.T) {
+	e := newEnv(t)
+	e.runner.Launch = ChromeLauncher(ChromeOptions{ChromePath: chromePath(t), ExtraFlags: e.site.ChromeFlags(), CloseTimeout: time.Second})
+	launch := e.runner.Launch
+	var stall atomic.Bool
+	e.runner.Launch = func(ctx context.Context, o LaunchOptions) (session.Browser, error) {
+		b, err := launch(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		return stallingBrowser{Browser: b, stall: &stall}, nil
+	}
+	good, err := e.run(t, e.wf(t, loginWF))
+	mustOK(t, good, err)
+
+	for _, c := range []struct{ name, steps string }{
+		{"at the end of the run", "  - navigate: SITE/account\n"},
+		{"in a snapshot step", "  - navigate: SITE/account\n  - snapshot: {note: mid}\n  - navigate: SITE/widgets\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stall.Store(true)
+			res, err := e.run(t, e.wf(t, "name: refresh\nprofile: web\nsnapshot: on_success\n"+loginCheckYAML+"steps:\n"+c.steps))
+			if errcode.Of(err) != errcode.Timeout || !errors.Is(err, session.ErrKilledAtClose) {
+				t.Fatalf("got %v [%s], want timeout with ErrKilledAtClose", err, errcode.Of(err))
+			}
+			if res.SnapshotID != "" || slices.ContainsFunc(res.Steps, func(s StepResult) bool { return s.SnapshotID != "" }) {
+				t.Fatalf("a snapshot was taken: %+v", res)
+			}
+			snaps, err := e.m.Snapshots(context.Background(), "web")
+			if err != nil || len(snaps) != 1 || snaps[0].ID != good.SnapshotID {
+				t.Fatalf("snapshots %+v (%v), want only the good one %s", snaps, err, good.SnapshotID)
 			}
 		})
 	}
