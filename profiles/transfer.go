@@ -767,7 +767,9 @@ func (m *Manager) fetchErr(ctx context.Context, row catalog.Snapshot, err error,
 		return fmt.Errorf("fetching snapshot %s: %w", row.ID, err)
 	}
 	if m.storeEmpty(ctx) {
-		return errcode.Hinted(err, errcode.SnapshotNotFound, emptyStoreHint,
+		// storage_unavailable, as catalog rebuild says: a run must not
+		// take it for a profile without snapshots and go on without one.
+		return errcode.Hinted(err, errcode.StorageUnavailable, emptyStoreHint,
 			"snapshot %s of profile %q is in this machine's catalog, but the store %s holds nothing at all (is it down?); %s", row.ID, row.Profile, m.Store, unchanged)
 	}
 	return errcode.Hinted(err, errcode.SnapshotNotFound,

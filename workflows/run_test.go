@@ -1237,3 +1237,30 @@ func TestChromeKilledAtCloseIsNotSnapshotted(t *testing.T) {
 		})
 	}
 }
+
+// TestRunOnUnmountedStore: a file store whose folder is gone (a disk not
+// mounted) while the catalog lists the profile's snapshots is
+// storage_unavailable before Chrome starts, not "no snapshot yet", which
+// ran on an empty profile and asked for a human.
+func TestRunOnUnmountedStore(t *testing.T) {
+	e := newEnv(t)
+	good, err := e.run(t, e.wf(t, loginWF))
+	mustOK(t, good, err)
+	store := filepath.Join(e.home, "snapshots")
+	if err := os.Rename(store, store+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(e.m.Dir("web")); err != nil {
+		t.Fatal(err)
+	}
+	launch := e.runner.Launch
+	launched := 0
+	e.runner.Launch = func(ctx context.Context, o LaunchOptions) (session.Browser, error) {
+		launched++
+		return launch(ctx, o)
+	}
+	_, err = e.runner.Run(context.Background(), e.wf(t, "name: refresh\nprofile: web\n"+loginCheckYAML+"steps:\n  - navigate: SITE/account\n"))
+	if errcode.Of(err) != errcode.StorageUnavailable || launched != 0 || !strings.Contains(errcode.HintOf(err), "mount it") {
+		t.Fatalf("got %v [%s] (hint %q) after %d launches, want storage_unavailable before any", err, errcode.Of(err), errcode.HintOf(err), launched)
+	}
+}
