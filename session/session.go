@@ -421,6 +421,10 @@ func (s *Session) handleOfFrame(frame cdp.FrameID) string {
 	return s.handleOfLocked(target.ID(frame))
 }
 
+// ErrBrowserExited is under the error of a session whose browser exited
+// on its own (a crash, a kill): its end reason is browser_crashed.
+var ErrBrowserExited = errors.New("the browser exited unexpectedly")
+
 // watch ends the session as browser_crashed when b exits on its own.
 func (s *Session) watch(b Browser) {
 	go func() {
@@ -433,8 +437,8 @@ func (s *Session) watch(b Browser) {
 		unexpected := s.browser == b && !s.ending && !s.restarting && s.state != StateClosed
 		s.mu.Unlock()
 		if unexpected {
-			s.end(context.Background(), EndBrowserCrashed, errcode.New(errcode.Internal, "the browser of session %s exited unexpectedly", s.id).
-				WithHint("run again; if it keeps crashing, run with --headed or --log-level debug to see why"))
+			s.end(context.Background(), EndBrowserCrashed, errcode.Hinted(ErrBrowserExited, errcode.Internal,
+				"run again; if it keeps crashing, run with --headed or --log-level debug to see why", "session %s", s.id))
 		}
 	}()
 }
@@ -805,6 +809,13 @@ func (s *Session) classify(ctx context.Context, err error) error {
 	if f := s.Err(); f != nil {
 		return f
 	}
+	if ctx.Err() == nil && errcode.Of(err) == errcode.Internal && errors.Is(err, context.Canceled) {
+		// The action's own context ended, not the caller's: the browser
+		// went away under it, and watch may not have ended the session yet.
+		if f := s.crashed(crashWait); f != nil {
+			return f
+		}
+	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		// The caller stopped the action (Ctrl-C, SIGTERM): whatever the
 		// action saw of that (a cancelled command, a wait cut short) is
@@ -818,6 +829,41 @@ func (s *Session) classify(ctx context.Context, err error) error {
 		return errcode.Hinted(context.Cause(ctx), errcode.Timeout, "give the run more time", "the caller's deadline passed")
 	}
 	return err
+}
+
+// crashWait bounds how long classify waits to learn whether a cancelled
+// action's browser exited.
+const crashWait = 3 * time.Second
+
+// crashed waits up to limit for the session's browser to exit and watch to
+// end the session, and returns the session's error then; nil when the
+// browser still runs.
+func (s *Session) crashed(limit time.Duration) error {
+	s.mu.Lock()
+	b := s.browser
+	s.mu.Unlock()
+	if b == nil {
+		return s.Err()
+	}
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	select {
+	case <-b.Done():
+	case <-deadline.C:
+		return nil
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if f := s.Err(); f != nil {
+			return f
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return s.Err()
+		}
+	}
 }
 
 // interrupted is the error of an action whose caller cancelled ctx.

@@ -439,8 +439,8 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 		if lerr == nil {
 			loginOK = true
 			res.LoginCheck = "passed"
-		} else if ctx.Err() != nil {
-			// Stopped (Ctrl-C) while it ran: no verdict.
+		} else if ctx.Err() != nil || errors.Is(lerr, session.ErrBrowserExited) {
+			// Stopped (Ctrl-C), or the browser died, while it ran: no verdict.
 			res.LoginCheck = "not_run"
 			if err == nil {
 				err = lerr
@@ -537,6 +537,8 @@ func snapshotSkip(w *Workflow, err error, loginOK bool, check string) string {
 		return "snapshot: never"
 	case w.LoginCheck == nil:
 		return "no login_check proves the login"
+	case errors.Is(err, session.ErrBrowserExited):
+		return "the browser exited unexpectedly"
 	case errcode.Of(err) == errcode.Interrupted || errors.Is(err, context.Canceled):
 		// Whatever had failed or not run by then: it was stopped.
 		return "run interrupted"

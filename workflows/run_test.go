@@ -1264,3 +1264,46 @@ func TestRunOnUnmountedStore(t *testing.T) {
 		t.Fatalf("got %v [%s] (hint %q) after %d launches, want storage_unavailable before any", err, errcode.Of(err), errcode.HintOf(err), launched)
 	}
 }
+
+// TestChromeCrashMidAction: Chrome killed while a step or the login check
+// waits on a slow page is the browser's crash (browser_crashed, its hint,
+// no verdict from the check), not "context canceled" as an internal error
+// and a "run interrupted" that nobody interrupted.
+func TestChromeCrashMidAction(t *testing.T) {
+	e := newEnv(t)
+	launch := e.runner.Launch
+	var pid atomic.Int64
+	e.runner.Launch = func(ctx context.Context, o LaunchOptions) (session.Browser, error) {
+		b, err := launch(ctx, o)
+		if err == nil {
+			pid.Store(int64(b.(interface{ PID() int }).PID()))
+		}
+		return b, err
+	}
+	kill := func() { _ = syscall.Kill(int(pid.Load()), syscall.SIGKILL) }
+	for _, c := range []struct {
+		name, src, check string
+		at               func(ProgressEvent) bool
+	}{
+		{"in a step", "name: crash\nprofile: web\nrestore: none\n" + loginCheckYAML + "steps:\n  - navigate: SITE/slow?ms=20000\n    timeout: 60s\n",
+			"not_run", func(ev ProgressEvent) bool { return ev.Stage == "step" && !ev.Done }},
+		{"in the login check", "name: crash\nprofile: web\nrestore: none\nlogin_check:\n  url: SITE/slow?ms=20000\n  logged_in_selector: '#in'\nbrowser: {timeout: 60s}\nsteps:\n  - navigate: SITE/\n",
+			"not_run", func(ev ProgressEvent) bool { return ev.Stage == "login_check" && !ev.Done }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e.runner.Progress = func(ev ProgressEvent) {
+				if c.at(ev) {
+					time.AfterFunc(700*time.Millisecond, kill)
+				}
+			}
+			res, err := e.run(t, e.wf(t, c.src))
+			if !errors.Is(err, session.ErrBrowserExited) || errcode.HintOf(err) == "" || strings.Contains(err.Error(), "context canceled") {
+				t.Fatalf("got %v [%s] (hint %q), want the browser's exit", err, errcode.Of(err), errcode.HintOf(err))
+			}
+			if res.EndReason != string(session.EndBrowserCrashed) || res.LoginCheck != c.check ||
+				res.SnapshotSkipped != "the browser exited unexpectedly" || res.SnapshotID != "" {
+				t.Fatalf("end %q, login_check %q, snapshot_skipped %q, snapshot %q", res.EndReason, res.LoginCheck, res.SnapshotSkipped, res.SnapshotID)
+			}
+		})
+	}
+}
