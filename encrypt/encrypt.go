@@ -241,6 +241,36 @@ func loadIdentities(path string, use identityUse) ([]age.Identity, error) {
 	return ids, nil
 }
 
+// Decryptable reports whether a file encrypted to rs could be decrypted
+// with ids: whether one of rs is the public key of one of ids. It is true
+// when that cannot be told (no identities, or recipients such as ssh keys
+// whose identities it cannot compare), so that it only ever flags a sure
+// mismatch.
+func Decryptable(ids []age.Identity, rs []age.Recipient) bool {
+	if len(ids) == 0 || len(rs) == 0 {
+		return true
+	}
+	mine := map[string]bool{}
+	for _, r := range IdentityRecipients(ids) {
+		if s, ok := r.(fmt.Stringer); ok {
+			mine[s.String()] = true
+		}
+	}
+	if len(mine) < len(ids) {
+		return true // an identity without a comparable public key
+	}
+	for _, r := range rs {
+		s, ok := r.(fmt.Stringer)
+		if !ok {
+			return true
+		}
+		if mine[s.String()] {
+			return true
+		}
+	}
+	return false
+}
+
 // IdentityRecipients returns the public keys of the identities that have
 // one (X25519 and hybrid identities do).
 func IdentityRecipients(ids []age.Identity) []age.Recipient {

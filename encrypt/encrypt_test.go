@@ -602,3 +602,33 @@ func TestMissingIdentityHintMakesThatFile(t *testing.T) {
 		t.Errorf("after the hint's command: %v", err)
 	}
 }
+
+// Decryptable flags only a sure mismatch: recipients none of which is the
+// public key of one of the identities.
+func TestDecryptable(t *testing.T) {
+	a, _ := age.GenerateX25519Identity()
+	b, _ := age.GenerateX25519Identity()
+	pq, err := age.GenerateHybridIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		ids  []age.Identity
+		rs   []age.Recipient
+		want bool
+	}{
+		{"own key", []age.Identity{a}, []age.Recipient{a.Recipient()}, true},
+		{"own key among others", []age.Identity{a}, []age.Recipient{b.Recipient(), a.Recipient()}, true},
+		{"another key only", []age.Identity{a}, []age.Recipient{b.Recipient()}, false},
+		{"one of two identities", []age.Identity{a, b}, []age.Recipient{b.Recipient()}, true},
+		{"post-quantum", []age.Identity{pq}, []age.Recipient{pq.Recipient()}, true},
+		{"post-quantum, another key", []age.Identity{pq}, []age.Recipient{pq.Recipient(), a.Recipient()}[1:], false},
+		{"no identity", nil, []age.Recipient{b.Recipient()}, true},
+		{"no recipients", []age.Identity{a}, nil, true},
+	} {
+		if got := Decryptable(c.ids, c.rs); got != c.want {
+			t.Errorf("%s: Decryptable = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

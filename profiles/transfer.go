@@ -65,6 +65,19 @@ func (m *Manager) SnapshotAllowed() error {
 	return nil
 }
 
+// RoundTripAllowed fails when a snapshot would be encrypted only to keys
+// this machine's identity is not one of: a run that restores the latest
+// snapshot and then snapshots would leave a latest one it can never
+// restore again, so its next run fails with decrypt_failed. A caller that
+// restores and snapshots (a workflow run) asks first.
+func (m *Manager) RoundTripAllowed() error {
+	if !m.encrypting() || encrypt.Decryptable(m.Identities, m.Recipients) {
+		return nil
+	}
+	return errcode.New(errcode.InvalidInput, "this machine's age identity is not among the recipients, so it could not restore the snapshot it takes (its next restore: latest would fail with decrypt_failed)").
+		WithHint("add this machine's public key, which `director key recipient` prints, to %s (keys are separated by commas)", encrypt.EnvRecipients)
+}
+
 // refuseEmptyStore fails a snapshot of name into a store that holds
 // nothing at all while the catalog lists name's snapshots there: a file://
 // store on a disk that is not mounted, where the archive would go to the

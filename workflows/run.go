@@ -282,6 +282,12 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 			return errcode.Hinted(serr, errcode.Of(serr), errcode.HintOf(serr)+"; or set snapshot: never in "+w.File,
 				"%s would snapshot profile %s", w.File, w.Profile)
 		}
+		if w.Restore != RestoreNone {
+			if serr := r.Profiles.RoundTripAllowed(); serr != nil {
+				return errcode.Hinted(serr, errcode.Of(serr), errcode.HintOf(serr),
+					"%s restores and snapshots profile %s", w.File, w.Profile)
+			}
+		}
 	}
 
 	// The profile lock is held for the whole run: a second run (or a

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"filippo.io/age"
+
 	"director/catalog"
 	"director/errcode"
 	"director/internal/s3test"
@@ -1303,6 +1305,48 @@ func TestChromeCrashMidAction(t *testing.T) {
 			if res.EndReason != string(session.EndBrowserCrashed) || res.LoginCheck != c.check ||
 				res.SnapshotSkipped != "the browser exited unexpectedly" || res.SnapshotID != "" {
 				t.Fatalf("end %q, login_check %q, snapshot_skipped %q, snapshot %q", res.EndReason, res.LoginCheck, res.SnapshotSkipped, res.SnapshotID)
+			}
+		})
+	}
+}
+
+// TestRunThatCouldNotRestoreItsOwnSnapshot: a run that restores the latest
+// snapshot and snapshots again, encrypting only to keys this machine's
+// identity is not one of (a key rotation half done), is refused before it
+// starts: its snapshot would be the latest, and every later run would fail
+// with decrypt_failed. Before, the first run passed and the next failed.
+func TestRunThatCouldNotRestoreItsOwnSnapshot(t *testing.T) {
+	e := newEnv(t)
+	mine, _ := age.GenerateX25519Identity()
+	other, _ := age.GenerateX25519Identity()
+	e.m.Identities = []age.Identity{mine}
+	launch := e.runner.Launch
+	launched := 0
+	e.runner.Launch = func(ctx context.Context, o LaunchOptions) (session.Browser, error) {
+		launched++
+		return launch(ctx, o)
+	}
+	for _, c := range []struct {
+		name    string
+		rs      []age.Recipient
+		restore string
+		code    errcode.Code
+	}{
+		{"to another key only", []age.Recipient{other.Recipient()}, "latest", errcode.InvalidInput},
+		{"to another key and mine", []age.Recipient{other.Recipient(), mine.Recipient()}, "latest", ""},
+		{"to another key, no restore", []age.Recipient{other.Recipient()}, "none", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e.m.Recipients, launched = c.rs, 0
+			_, err := e.runner.Run(context.Background(), e.wf(t, "name: refresh\nprofile: web\nrestore: "+c.restore+"\n"+loginCheckYAML+"steps:\n  - navigate: SITE/\n"))
+			if c.code == "" {
+				if errcode.Of(err) == errcode.InvalidInput {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if errcode.Of(err) != c.code || launched != 0 || !strings.Contains(errcode.HintOf(err), "director key recipient") {
+				t.Fatalf("got %v [%s] (hint %q) after %d launches, want %s before any", err, errcode.Of(err), errcode.HintOf(err), launched, c.code)
 			}
 		})
 	}
