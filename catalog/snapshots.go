@@ -323,3 +323,43 @@ func (db *DB) AdoptSnapshots(ctx context.Context, store string, ids []string) (i
 	}
 	return n, nil
 }
+
+// FileStores lists the file:// stores the snapshot rows name (one indexed
+// scan, no write lock): another spelling of the current store's folder
+// among them is moved to it with MoveStore.
+func (db *DB) FileStores(ctx context.Context) ([]string, error) {
+	q := `SELECT DISTINCT store FROM snapshots WHERE store LIKE 'file://%' ORDER BY store`
+	return queryAll(ctx, db, "cannot list the stores of the snapshots", q, nil, func(r rowScanner) (string, error) {
+		var s string
+		return s, r.Scan(&s)
+	})
+}
+
+// MoveStore gives every snapshot row of store from to store to, and
+// returns how many it moved: both name one store (a folder reached through
+// a symlink). A row to already has under the same id describes the same
+// manifest; it is kept, and from's copy dropped.
+func (db *DB) MoveStore(ctx context.Context, from, to string) (int64, error) {
+	to, err := storeArg(to)
+	if err != nil {
+		return 0, err
+	}
+	what := "cannot give the snapshots of " + from + " to " + to
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, queryErr(err, what)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `UPDATE OR IGNORE snapshots SET store = ? WHERE store = ?`, to, from)
+	if err != nil {
+		return 0, queryErr(err, what)
+	}
+	n, _ := res.RowsAffected()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM snapshots WHERE store = ?`, from); err != nil {
+		return 0, queryErr(err, what)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, queryErr(err, what)
+	}
+	return n, nil
+}

@@ -793,6 +793,9 @@ func (m *Manager) catalogStore(ctx context.Context) (string, error) {
 	if m.Catalog == nil {
 		return store, nil // no catalog yet: nothing to adopt
 	}
+	if err := m.adoptAliases(ctx, store); err != nil {
+		return "", err
+	}
 	legacy, err := m.Catalog.LegacySnapshots(ctx)
 	if err != nil || len(legacy) == 0 {
 		return store, err
@@ -817,6 +820,33 @@ func (m *Manager) catalogStore(ctx context.Context) (string, error) {
 		m.log().Info("catalog rows from before stores were recorded now belong to this store", "store", store, "rows", n)
 	}
 	return store, nil
+}
+
+// adoptAliases moves to store the catalog rows recorded under another
+// spelling of the same file store's folder: a home reached through a
+// symlink, or rows from before a file store's id resolved symlinks. Without
+// it one folder was two stores, and a prune through one spelling left the
+// other's rows pointing at deleted archives.
+func (m *Manager) adoptAliases(ctx context.Context, store string) error {
+	a, ok := m.Store.(interface{ SameStore(id string) bool })
+	if !ok {
+		return nil
+	}
+	others, err := m.Catalog.FileStores(ctx)
+	if err != nil {
+		return err
+	}
+	for _, other := range others {
+		if other == store || !a.SameStore(other) {
+			continue
+		}
+		n, err := m.Catalog.MoveStore(ctx, other, store)
+		if err != nil {
+			return err
+		}
+		m.log().Info("catalog rows recorded under another spelling of the store's folder now belong to it", "store", store, "spelling", other, "rows", n)
+	}
+	return nil
 }
 
 // Snapshots lists the catalog's snapshots of a profile ("" for all) in the

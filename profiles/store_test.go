@@ -1349,3 +1349,74 @@ func TestUnsavedGuardFailsClosed(t *testing.T) {
 		t.Fatalf("restore --force: %v", err)
 	}
 }
+
+// TestStoreReachedThroughASymlink: a file store's folder reached through a
+// symlink (a home that is a link) is one store in the catalog, whichever
+// spelling a command uses: snapshots made through one are listed and
+// pruned through the other, and rows an older director recorded under the
+// link's spelling are moved to the folder's. Before, a prune through one
+// spelling left the other's rows pointing at deleted archives.
+func TestStoreReachedThroughASymlink(t *testing.T) {
+	ctx := context.Background()
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "home-link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Open(ctx, filepath.Join(real, "director.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	clock := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	through := func(home string) *Manager {
+		st, err := storage.Open(ctx, "file://"+filepath.Join(home, "snapshots"), storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &Manager{Root: filepath.Join(home, "browser-profiles"), Store: st, Catalog: cat, LockWait: time.Second,
+			Now: func() time.Time { return clock }}
+	}
+	viaReal, viaLink := through(real), through(link)
+	if err := viaReal.Create(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, viaReal.Dir("work"), "x")
+	for range 3 {
+		clock = clock.Add(time.Hour)
+		if _, err := viaLink.Snapshot(ctx, "work", SnapshotOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An older director recorded the link's spelling: put one row back
+	// under it.
+	raw, err := sql.Open("sqlite3", cat.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	oldest := snapshotIDs(t, viaReal, "work")[2]
+	if _, err := raw.Exec(`UPDATE snapshots SET store = ? WHERE id = ?`, "file://"+filepath.Join(link, "snapshots"), oldest); err != nil {
+		t.Fatal(err)
+	}
+	for name, m := range map[string]*Manager{"real": viaReal, "link": viaLink} {
+		if ids := snapshotIDs(t, m, "work"); len(ids) != 3 {
+			t.Fatalf("through the %s spelling: %d snapshots listed, want 3: %v", name, len(ids), ids)
+		}
+	}
+	pr, err := viaReal.Prune(ctx, "work", 1, 0)
+	if err != nil || len(pr.Deleted) != 2 {
+		t.Fatalf("prune through the folder's spelling: %+v %v", pr, err)
+	}
+	ids := snapshotIDs(t, viaLink, "work")
+	if len(ids) != 1 {
+		t.Fatalf("through the link after the prune: %v, want the one kept", ids)
+	}
+	if _, err := viaLink.Verify(ctx, "work", ids[0]); err != nil {
+		t.Fatalf("verify through the link: %v", err)
+	}
+	var stores int
+	if err := raw.QueryRow(`SELECT COUNT(DISTINCT store) FROM snapshots`).Scan(&stores); err != nil || stores != 1 {
+		t.Fatalf("%d stores in the catalog (%v), want 1", stores, err)
+	}
+}

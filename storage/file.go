@@ -24,6 +24,10 @@ import (
 // folder cannot make the store read or write outside it.
 type fileStore struct {
 	dir string // absolute, cleaned
+	// real is dir with the symlinks of its longest existing prefix
+	// resolved: two spellings of one folder (a home reached through a
+	// symlink) are one store in the catalog.
+	real string
 }
 
 const tempPrefix = ".director-put-"
@@ -54,10 +58,41 @@ func openFile(rawURL, rest string) (Store, error) {
 	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
 		return nil, errcode.New(errcode.InvalidInput, "store path %s is not a folder", abs).WithHint("point --store at a folder, e.g. file://%s", filepath.Join(filepath.Dir(abs), "snapshots"))
 	}
-	return &fileStore{dir: abs}, nil
+	return &fileStore{dir: abs, real: resolvePath(abs)}, nil
 }
 
 func (s *fileStore) String() string { return "file://" + filepath.ToSlash(s.dir) }
+
+// CatalogID names the store in the catalog by its folder with symlinks
+// resolved, so that rows do not depend on the spelling of the path.
+func (s *fileStore) CatalogID() string { return "file://" + filepath.ToSlash(s.real) }
+
+// SameStore reports whether id, a file store's catalog id as an older
+// director or another spelling wrote it, names this store's folder.
+func (s *fileStore) SameStore(id string) bool {
+	p, ok := strings.CutPrefix(id, "file://")
+	if !ok || id == s.CatalogID() || !filepath.IsAbs(filepath.FromSlash(p)) {
+		return false
+	}
+	return resolvePath(filepath.Clean(filepath.FromSlash(p))) == s.real
+}
+
+// resolvePath resolves the symlinks of p's longest existing prefix (the
+// store folder may not exist yet) and keeps the rest as it is.
+func resolvePath(p string) string {
+	rest := ""
+	for cur := p; ; {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
 
 // root opens the store folder; with create it makes it first (0700).
 // Without create a missing folder is reported as (nil, nil).
