@@ -170,13 +170,22 @@ func (m *Manager) Create(ctx context.Context, name string) error {
 		}
 		return errcode.Wrap(err, errcode.Internal, "creating profile %q", name)
 	}
-	if err := m.Catalog.TouchProfile(ctx, name, m.now()); err != nil {
+	err := m.Catalog.TouchProfile(ctx, name, m.now())
+	if err == nil {
+		// An empty profile holds no login: an unsaved mark left by one of
+		// the same name (removed by hand, or by a delete the store
+		// stopped) would keep it from a run's restore: latest.
+		err = m.Catalog.SetUnsaved(ctx, name, time.Time{})
+	}
+	if err != nil {
+		// Not half made: a retry would find the directory and refuse,
+		// and an old unsaved mark would stay.
+		if rerr := os.Remove(dir); rerr != nil {
+			m.log().Warn("cannot remove the directory of a profile whose creation failed", "dir", dir, "err", rerr)
+		}
 		return err
 	}
-	// An empty profile holds no login: an unsaved mark left by one of the
-	// same name (removed by hand, or by a delete the store stopped) would
-	// keep it from a run's restore: latest.
-	return m.Catalog.SetUnsaved(ctx, name, time.Time{})
+	return nil
 }
 
 // Path returns the user-data-dir of an existing profile; a profile that
@@ -601,7 +610,14 @@ func (m *Manager) Delete(ctx context.Context, name string, o DeleteOptions) (*De
 		}
 	}
 	if err := m.Catalog.DeleteProfile(ctx, name); err != nil {
-		return res, err
+		if !res.RemovedDir {
+			return res, err
+		}
+		// The profile is gone; its row only keeps its last-used time and
+		// unsaved mark, which a profile create of the name resets. Failing
+		// here would send a retry to profile_not_found.
+		m.log().Warn("the profile is deleted, but its catalog row could not be removed; a later profile create of the name resets it",
+			"profile", name, "err", err)
 	}
 	return res, nil
 }

@@ -1420,3 +1420,37 @@ func TestStoreReachedThroughASymlink(t *testing.T) {
 		t.Fatalf("%d stores in the catalog (%v), want 1", stores, err)
 	}
 }
+
+// TestCreateAndDeleteWhenTheCatalogFails: a profile create whose catalog
+// write fails leaves no directory, so a retry works; a delete whose
+// directory is gone succeeds even when its catalog row cannot be removed
+// (a warning), so a retry does not meet profile_not_found. (A damaged
+// profiles table stands in for a catalog another process holds busy.)
+func TestCreateAndDeleteWhenTheCatalogFails(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite3", m.Catalog.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`DROP TABLE profiles`); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Create(ctx, "new"); err == nil {
+		t.Fatal("create with a broken catalog succeeded")
+	}
+	if _, err := os.Lstat(m.Dir("new")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the failed create left its directory: %v", err)
+	}
+	res, err := m.Delete(ctx, "old", DeleteOptions{Force: true})
+	if err != nil || !res.RemovedDir {
+		t.Fatalf("delete --force with a broken catalog: %+v %v", res, err)
+	}
+	if _, err := os.Lstat(m.Dir("old")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the profile is still there: %v", err)
+	}
+}
