@@ -219,6 +219,11 @@ func runWorkflow(c *cli.Context) error {
 // or JSON, and returns err for the exit status.
 func reportRun(g *globals, res *workflows.Result, err error, notes []string) error {
 	if res != nil && res.Error != nil {
+		if strings.TrimSpace(res.Error.Hint) == "" {
+			// As for every other command's error (hintFor): a run
+			// stopped during its restore or snapshot had none.
+			res.Error.Hint = defaultHints[res.Error.Code]
+		}
 		res.Error.Hint = g.hints.hint(res.Error.Hint)
 	}
 	out := runOutput{Result: res, Notes: notes}

@@ -17,6 +17,7 @@ import (
 	"director/internal/testenv"
 	"director/internal/testsite"
 	"director/launcher"
+	"director/workflows"
 )
 
 // firstJSON decodes the first JSON object on stdout.
@@ -541,5 +542,23 @@ steps:
 				t.Errorf("the killed session's newest event: %+v; want session_end, interrupted", res.Events)
 			}
 		})
+	}
+}
+
+// TestRunErrorsCarryAHint: every error of a run's result has a hint, as
+// every other command's: one whose own is empty (a run stopped during its
+// restore or its snapshot) gets its code's.
+func TestRunErrorsCarryAHint(t *testing.T) {
+	for _, code := range []errcode.Code{errcode.Interrupted, errcode.StorageUnavailable, errcode.Internal} {
+		var out strings.Builder
+		g := &globals{JSON: true, Stdout: &out, Stderr: &out}
+		res := &workflows.Result{Status: "error", Error: &workflows.ErrorInfo{Code: code, Message: "reading the archive cancelled: context canceled"}}
+		_ = reportRun(g, res, errcode.New(code, "x"), nil)
+		var got struct {
+			Error struct{ Hint string } `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(out.String()), &got); err != nil || got.Error.Hint != defaultHints[code] {
+			t.Errorf("%s: hint %q (%v), want %q", code, got.Error.Hint, err, defaultHints[code])
+		}
 	}
 }
