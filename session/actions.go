@@ -485,13 +485,26 @@ func (s *Session) explainFailure(ctx context.Context, t *tab, err error) error {
 	}
 	// Briefly: a page too busy to answer would add this wait to every
 	// failed attempt.
-	switch s.needsHuman(ctx, t, time.Second) {
+	found := s.needsHuman(ctx, t, time.Second)
+	switch found {
 	case "captcha":
 		return s.captcha(t)
 	case "wall":
 		s.pause()
 		return errcode.Hinted(err, errcode.HumanRequired, "log in again in a headed browser on this profile",
 			"%s shows the login wall (%s), so the profile is logged out; what the step itself saw", Host(s.urlOf(t)), s.o.LoginWallSelector)
+	case "error":
+		// The step waited on a page that never loaded: say so, not only
+		// that the element did not come.
+		return errcode.Hinted(err, errcode.Of(err), "the site did not load (see the navigate before this step): check its URL, or run again when the site is back",
+			"the page is Chrome's error page for %s, not the site", Host(s.urlOf(t)))
+	}
+	if code, ok := strings.CutPrefix(found, "http:"); ok {
+		hint := "the site answered an error: check the URL of the navigate before this step"
+		if n, _ := strconv.Atoi(code); n >= 500 || n == 408 || n == 429 {
+			hint = "the site is failing or busy: run again later"
+		}
+		return errcode.Hinted(err, errcode.Of(err), hint, "%s answered HTTP %s to this page", Host(s.urlOf(t)), code)
 	}
 	return err
 }
@@ -502,8 +515,10 @@ func (s *Session) captcha(t *tab) error {
 		WithHint("solve it in a headed browser on this profile, then run again")
 }
 
-// needsHuman says what on t's page needs a human: "captcha", "wall" (the
-// login wall) or "" (nothing, or the page did not answer within wait). The
+// needsHuman says what on t's page needs a human, or else what is wrong
+// with it: "captcha", "wall" (the login wall), "error" (Chrome's error
+// page), "http:CODE" (the site answered an HTTP error) or "" (nothing, or
+// the page did not answer within wait). The
 // wall counts only when it is shown (a login form hidden in every page is
 // not one) and the logged-in selector does not match, which outweighs it
 // as in the login check.
@@ -518,6 +533,9 @@ func (s *Session) needsHuman(ctx context.Context, t *tab, wait time.Duration) st
 			const w = wall && document.querySelector(wall);
 			if (w && w.getClientRects().length > 0 && getComputedStyle(w).visibility !== "hidden") return "wall";
 		} catch (e) {}
+		if (location.protocol === "chrome-error:") return "error";
+		const nav = performance.getEntriesByType("navigation")[0];
+		if (nav && nav.responseStatus >= 400) return "http:" + nav.responseStatus;
 		return "";
 	})()`
 	found, err := chromedp.Run(cctx, chromedp.Evaluate[string](expr))

@@ -843,3 +843,31 @@ func TestInterruptedStart(t *testing.T) {
 		t.Errorf("the error blames the launch: %v (hint %q)", err, errcode.HintOf(err))
 	}
 }
+
+// TestStepOnAnErrorPage: a step that waits in vain on a page the site
+// answered with an HTTP error says so, with a hint for that status: it
+// only said to raise the timeout, and never named the 503.
+func TestStepOnAnErrorPage(t *testing.T) {
+	f := start(t, Options{})
+	hs := newHitSite(t)
+	for _, c := range []struct {
+		name, url, want, hint string
+	}{
+		{"503 maintenance page", hs.on("127.0.0.1", "/status?code=503"), "answered HTTP 503 to this page", "run again later"},
+		{"404", f.site.At("/no-such-page"), "answered HTTP 404 to this page", "check the URL"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f.do(t, Action{Type: ActNavigate, URL: c.url})
+			_, err := f.s.Do(context.Background(), Action{Type: ActWaitFor, Selector: "#never", Timeout: 500 * time.Millisecond})
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(errcode.HintOf(err), c.hint) {
+				t.Fatalf("error %v (hint %q), want it to say %q with %q", err, errcode.HintOf(err), c.want, c.hint)
+			}
+		})
+	}
+	// A page that answered fine gets no such words.
+	f.do(t, Action{Type: ActNavigate, URL: f.site.At("/widgets")})
+	_, err := f.s.Do(context.Background(), Action{Type: ActWaitFor, Selector: "#never", Timeout: 500 * time.Millisecond})
+	if err == nil || strings.Contains(err.Error(), "answered HTTP") {
+		t.Fatalf("error on a good page: %v", err)
+	}
+}
