@@ -198,6 +198,10 @@ func keyGenerate(c *cli.Context) error {
 		case path == abs && isDefault:
 			fmt.Fprintf(w, "This machine needs no export: with %s not set, director reads <home>/%s.\n", encrypt.EnvIdentity, identityFileName)
 		case path != "" && path != abs:
+			if _, err := os.Stat(path); err != nil {
+				fmt.Fprintf(w, "%s names %s, which does not exist: until it names the new file, this machine cannot decrypt.\n", encrypt.EnvIdentity, path)
+				break
+			}
 			fmt.Fprintf(w, "Until %s names the new file, this machine decrypts with %s.\n", encrypt.EnvIdentity, path)
 		}
 	})

@@ -81,6 +81,27 @@ func TestKeyGenerate(t *testing.T) {
 	}
 }
 
+// TestKeyGenerateSaysWhichIdentityDecrypts: with DIRECTOR_AGE_IDENTITY
+// naming another file, key generate says the machine decrypts with that
+// file, or, when it does not exist, that it cannot decrypt at all (it said
+// "decrypts with" a file that was not there).
+func TestKeyGenerateSaysWhichIdentityDecrypts(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	other := filepath.Join(t.TempDir(), "other.txt")
+	t.Setenv(encrypt.EnvIdentity, other)
+	code, out, errOut := runDirector(t, "--home", home, "key", "generate")
+	if code != 0 || !strings.Contains(out, "names "+other+", which does not exist: until it names the new file, this machine cannot decrypt") {
+		t.Fatalf("exit %d, %s %s", code, out, errOut)
+	}
+	if code, _, errOut := runDirector(t, "--home", home, "key", "generate", "--out", other); code != 0 {
+		t.Fatal(errOut)
+	}
+	code, out, errOut = runDirector(t, "--home", home, "key", "generate", "--out", filepath.Join(t.TempDir(), "third.txt"))
+	if code != 0 || !strings.Contains(out, "this machine decrypts with "+other) {
+		t.Fatalf("exit %d, %s %s", code, out, errOut)
+	}
+}
+
 func TestKeyGenerateJSON(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "keys", "id.txt")
 	code, stdout, stderr := runDirector(t, "--json", "key", "generate", "--out", out)
