@@ -59,7 +59,11 @@ func (m *Manager) encrypting() bool { return len(m.Recipients) > 0 }
 // A caller with work to do before its snapshot (a workflow run) asks first.
 func (m *Manager) SnapshotAllowed() error {
 	if storage.IsRemote(m.Store) && !m.encrypting() && !m.InsecureNoEncryption {
-		return errcode.New(errcode.InvalidInput, "refusing to upload an unencrypted profile to %s: archives hold live cookies", m.Store).
+		where := m.Store.String()
+		if nf, ok := m.Store.(interface{ NetworkFS() string }); ok && nf.NetworkFS() != "" {
+			where += " (a " + nf.NetworkFS() + " mount, whose files leave this machine)"
+		}
+		return errcode.New(errcode.InvalidInput, "refusing to upload an unencrypted profile to %s: archives hold live cookies", where).
 			WithHint("set DIRECTOR_AGE_RECIPIENTS to your identity's public key, which `director key recipient` prints (`director key generate` makes an identity if you have none), or pass --insecure-no-encryption")
 	}
 	return nil

@@ -28,6 +28,9 @@ type fileStore struct {
 	// resolved: two spellings of one folder (a home reached through a
 	// symlink) are one store in the catalog.
 	real string
+	// netFS is the type of the network file system holding the folder
+	// (nfs4, cifs, fuse.sshfs…), "" for a local one: see Remote.
+	netFS string
 }
 
 const tempPrefix = ".director-put-"
@@ -58,7 +61,7 @@ func openFile(rawURL, rest string) (Store, error) {
 	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
 		return nil, errcode.New(errcode.InvalidInput, "store path %s is not a folder", abs).WithHint("point --store at a folder, e.g. file://%s", filepath.Join(filepath.Dir(abs), "snapshots"))
 	}
-	return &fileStore{dir: abs, real: resolvePath(abs)}, nil
+	return &fileStore{dir: abs, real: resolvePath(abs), netFS: networkFS(abs)}, nil
 }
 
 func (s *fileStore) String() string { return "file://" + filepath.ToSlash(s.dir) }

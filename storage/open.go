@@ -143,8 +143,14 @@ func IsRemote(s Store) bool {
 	return true
 }
 
-// Remote is false: objects stay on this machine.
-func (s *fileStore) Remote() bool { return false }
+// Remote is false for a folder on this machine's disks, whose objects stay
+// here; true for one on a network file system (NFS, SMB, sshfs…), whose
+// objects leave the machine as an S3 store's do.
+func (s *fileStore) Remote() bool { return s.netFS != "" }
+
+// NetworkFS is the type of the network file system holding the store's
+// folder, "" for a local one.
+func (s *fileStore) NetworkFS() string { return s.netFS }
 
 // Remote is true.
 func (s *s3Store) Remote() bool { return true }

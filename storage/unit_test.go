@@ -540,3 +540,44 @@ func TestDiagnoseNeverSuggestsStoreCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestNetworkFS: a file store's folder counts as leaving the machine when
+// the mount holding it (the longest mount point above it) is a network
+// file system; mount points with escaped spaces are read as mountinfo
+// writes them.
+func TestNetworkFS(t *testing.T) {
+	const mountinfo = `22 27 0:21 / /proc rw,relatime - proc proc rw
+27 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+40 27 0:50 / /mnt/nas rw,relatime shared:20 - nfs4 nas:/export rw,vers=4.2
+41 40 8:17 / /mnt/nas/local rw,relatime - ext4 /dev/sdb1 rw
+42 27 0:51 / /home/me/remote\040box rw,nosuid - fuse.sshfs me@box:/ rw,user_id=1000
+43 27 0:52 / /media/usb rw,nosuid - fuseblk /dev/sdc1 rw
+44 27 0:53 / /srv/share rw - cifs //srv/share rw
+`
+	for _, c := range []struct{ path, want string }{
+		{"/home/me/.director/snapshots", ""},
+		{"/mnt/nas", "nfs4"},
+		{"/mnt/nas/director/snapshots", "nfs4"},
+		{"/mnt/nas/local/snapshots", ""},
+		{"/mnt/nasty/snapshots", ""},
+		{"/home/me/remote box/snapshots", "fuse.sshfs"},
+		{"/media/usb/snapshots", ""},
+		{"/srv/share/x", "cifs"},
+	} {
+		if got := networkFSIn(mountinfo, c.path); got != c.want {
+			t.Errorf("%s: %q, want %q", c.path, got, c.want)
+		}
+	}
+}
+
+// TestLocalFileStoreIsNotRemote: a file store in a temp folder (a local
+// disk or tmpfs here) takes plaintext archives.
+func TestLocalFileStoreIsNotRemote(t *testing.T) {
+	st, err := Open(context.Background(), "file://"+t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if IsRemote(st) {
+		t.Fatalf("a local folder counts as remote (%s)", st.(interface{ NetworkFS() string }).NetworkFS())
+	}
+}
