@@ -581,7 +581,19 @@ func (m *Manager) CheckRestore(ctx context.Context, name, ref string, o RestoreO
 		if err != nil {
 			return err
 		}
-		return f.Close()
+		defer f.Close()
+		// An encrypted archive's header says at once whether this
+		// machine's identity opens it.
+		head := make([]byte, 32)
+		n, _ := io.ReadFull(f, head)
+		if !encrypt.IsEncrypted(head[:n]) {
+			return nil
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return errcode.Wrap(err, errcode.Internal, "reading %s", o.Archive)
+		}
+		_, err = m.decrypt(f)
+		return err
 	}
 	row, _, err := m.resolve(ctx, name, ref, false)
 	if err != nil {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -539,5 +541,36 @@ func TestPlaintextUploadHintPastes(t *testing.T) {
 	code, rcpt, errOut := runDirector(t, strings.Fields(strings.TrimPrefix(m[1], "director "))...)
 	if code != 0 || !strings.HasPrefix(rcpt, "age1") {
 		t.Fatalf("the pasted %q: exit %d, %q %s", m[1], code, rcpt, errOut)
+	}
+}
+
+// TestArchiveForAnotherKeyCreatesNothing: a restore --archive of a file
+// encrypted to a key this machine lacks fails with decrypt_failed before
+// anything is made: a fresh home stays absent, as for a store snapshot.
+func TestArchiveForAnotherKeyCreatesNothing(t *testing.T) {
+	home := withProfile(t)
+	keyA, keyB := filepath.Join(t.TempDir(), "a.txt"), filepath.Join(t.TempDir(), "b.txt")
+	for _, k := range []string{keyA, keyB} {
+		if code, _, errOut := runDirector(t, "--home", home, "key", "generate", "--out", k); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	_, rcpt, _ := runDirector(t, "--home", home, "key", "recipient", keyA)
+	code, out, errOut := runDirector(t, "--home", home, "--json", "--age-recipients", strings.TrimSpace(rcpt), "profile", "snapshot", "work")
+	if code != 0 {
+		t.Fatalf("snapshot: %d %s", code, errOut)
+	}
+	archive := filepath.Join(home, "snapshots", decodeJSON(t, out)["snapshot"].(map[string]any)["object_key"].(string))
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	code, out, _ = runDirector(t, "--home", fresh, "--json", "--age-identity", keyB, "profile", "restore", "work", "--archive", archive)
+	if e, _ := decodeJSON(t, out)["error"].(map[string]any); code != errcode.ExitFailure || e["code"] != "decrypt_failed" {
+		t.Fatalf("exit %d: %s; want decrypt_failed", code, out)
+	}
+	if _, err := os.Stat(fresh); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the refused restore made the home: %v", err)
+	}
+	// With the right key it restores.
+	if code, out, errOut := runDirector(t, "--home", fresh, "--age-identity", keyA, "profile", "restore", "work", "--archive", archive); code != 0 {
+		t.Fatalf("restore with the right key: %d %s %s", code, out, errOut)
 	}
 }
