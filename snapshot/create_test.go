@@ -179,6 +179,16 @@ func TestPatterns(t *testing.T) {
 	}
 }
 
+// links is a manifest of n symlinks at the root, each to target.
+func links(n int, target string) string {
+	m := Manifest{FormatVersion: 2}
+	for i := range n {
+		m.Files = append(m.Files, File{Path: fmt.Sprintf("l%d", i), Type: TypeSymlink, Link: target})
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
 func TestParseManifest(t *testing.T) {
 	m := manifestOf(okEntries)
 	b, err := json.Marshal(m)
@@ -197,6 +207,7 @@ func TestParseManifest(t *testing.T) {
 		"version 1":        variant(func(c *Manifest) { c.FormatVersion, c.FilesSHA256 = 1, "" }),
 		"empty, stored":    `{"format_version":2,"files":[],"files_sha256":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}`,
 		"empty, archive's": `{"format_version":2,"files":[]}`,
+		"longest symlink":  links(3, strings.Repeat("x/", MaxLinkLen/2-1)+"x"),
 	} {
 		if _, err := ParseManifest([]byte(valid)); err != nil {
 			t.Errorf("valid manifest (%s): %v", name, err)
@@ -229,6 +240,10 @@ func TestParseManifest(t *testing.T) {
 		"version 1 without a hash": {variant(func(c *Manifest) { *c = *c.inArchive(); c.FormatVersion = 1 }), errcode.SnapshotCorrupt},
 		"a later version":          {variant(func(c *Manifest) { c.FormatVersion = FormatVersion + 1 }), errcode.SnapshotCorrupt},
 		"negative size":            {`{"format_version":1,"file_count":1,"size":-1,"files":[{"path":"a","type":"file","size":-1,"sha256":"` + zeros64 + `"}]}`, errcode.SnapshotCorrupt},
+		// A hostile manifest's long, many symlinks kept its check busy for
+		// hours (the work grew with the square of a target's length).
+		"symlink target longer than Linux keeps": {links(1, strings.Repeat("x/", MaxLinkLen/2)+"xx"), errcode.UnsafeArchive},
+		"symlinks too many to check":             {links(200, strings.Repeat("x/", MaxLinkLen/2-1)+"x"), errcode.UnsafeArchive},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseManifest([]byte(tc.json))

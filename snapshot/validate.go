@@ -125,15 +125,26 @@ func (m *Manifest) validate() error {
 	if err := m.validateHashes(files, hashed); err != nil {
 		return err
 	}
+	budget := maxLinkSteps
 	for i := range m.Files {
 		if f := &m.Files[i]; f.Type == TypeSymlink {
-			if err := checkLink(f.Path, f.Link, byPath); err != nil {
+			if err := checkLink(f.Path, f.Link, byPath, &budget); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
 }
+
+// MaxLinkLen bounds a symlink's target: Linux stores at most PATH_MAX-1
+// bytes in one, so no profile holds a longer one.
+const MaxLinkLen = 4095
+
+// maxLinkSteps bounds the path components checkLink walks over a whole
+// manifest, following links into links: a Chrome profile has a handful of
+// symlinks, and a hostile manifest of long, nested ones would otherwise
+// keep restore, verify and catalog rebuild busy for hours.
+const maxLinkSteps = 1 << 18
 
 // validateHashes checks that the file hashes come in one of the forms a
 // manifest has: every file's in version 1; in version 2 none (the archive's
@@ -190,9 +201,12 @@ const MaxPathLen = 3072
 // tree, following the manifest's other symlinks, and refuses any that leaves
 // the root. A purely lexical check is not enough: with d/y -> "..", the target
 // "d/y/../.." of a link at the root climbs one level above it.
-func checkLink(p, link string, byPath map[string]*File) error {
+func checkLink(p, link string, byPath map[string]*File, budget *int) error {
 	escapes := func(why string) error {
-		return unsafeArchive("symlink %q -> %q %s", p, link, why)
+		return unsafeArchive("symlink %.60q -> %.60q %s", p, link, why)
+	}
+	if len(link) > MaxLinkLen {
+		return escapes(fmt.Sprintf("has a target of %d bytes, more than the %d a symlink can hold", len(link), MaxLinkLen))
 	}
 	if strings.HasPrefix(link, "/") {
 		return escapes("has an absolute target")
@@ -200,26 +214,54 @@ func checkLink(p, link string, byPath map[string]*File) error {
 	if strings.IndexByte(link, 0) >= 0 {
 		return escapes("has a NUL byte in its target")
 	}
-	var stack []string
+	// cur is the path resolved so far; ends[i] is its length after its
+	// i-th component, so that ".." drops one in constant time and the
+	// lookups never join the components again.
+	var (
+		cur  []byte
+		ends []int
+	)
+	push := func(c string) {
+		if len(cur) > 0 {
+			cur = append(cur, '/')
+		}
+		cur = append(cur, c...)
+		ends = append(ends, len(cur))
+	}
+	pop := func() {
+		ends = ends[:len(ends)-1]
+		cur = cur[:0]
+		if n := len(ends); n > 0 {
+			cur = cur[:ends[n-1]]
+		}
+	}
 	if d := path.Dir(p); d != "." {
-		stack = strings.Split(d, "/")
+		for _, c := range strings.Split(d, "/") {
+			push(c)
+		}
 	}
 	queue := strings.Split(link, "/")
 	for hops := 0; len(queue) > 0; {
+		if *budget--; *budget < 0 {
+			return escapes("is one of symlinks too long or too deeply nested to check")
+		}
 		c := queue[0]
 		queue = queue[1:]
 		switch c {
 		case "", ".":
 			continue
 		case "..":
-			if len(stack) == 0 {
+			if len(ends) == 0 {
 				return escapes("points outside the profile")
 			}
-			stack = stack[:len(stack)-1]
+			pop()
 			continue
 		}
-		stack = append(stack, c)
-		f := byPath[strings.Join(stack, "/")]
+		push(c)
+		if len(cur) > MaxPathLen {
+			continue // no entry has so long a path
+		}
+		f := byPath[string(cur)]
 		if f == nil || f.Type != TypeSymlink {
 			continue
 		}
@@ -229,7 +271,7 @@ func checkLink(p, link string, byPath map[string]*File) error {
 		if strings.HasPrefix(f.Link, "/") {
 			return escapes(fmt.Sprintf("resolves through %q, which has an absolute target", f.Path))
 		}
-		stack = stack[:len(stack)-1]
+		pop()
 		queue = append(strings.Split(f.Link, "/"), queue...)
 	}
 	return nil
