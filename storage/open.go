@@ -262,7 +262,7 @@ func redactEndpoint(v string) string {
 // in s, -1 when s has none.
 func credentialsEnd(s string) int {
 	i := strings.LastIndex(s, "@")
-	if j := strings.LastIndex(strings.ToLower(s), "%40"); j >= 0 && j+2 > i {
+	if j := strings.LastIndex(s, "%40"); j >= 0 && j+2 > i { // digits: no case to fold
 		i = j + 2
 	}
 	return i

@@ -515,6 +515,10 @@ func TestBadStoreURLsHideCredentials(t *testing.T) {
 		"s3://bucket/pfx?endpoint=127.0.0.1:9000&secret_key=wJalrXUtnF@EXAMPLEKEY",
 		"s3://bucket/pfx?secret_key=wJalrXUtnF%40EXAMPLEKEY&region=eu",
 		"supabase://bucket/pfx?key=wJalrXUtnF@EXAMPLEKEY",
+		// Bytes that are not UTF-8 before a %40: lower-casing them made
+		// positions that did not fit the URL, and a panic.
+		"s3://\xff\xff\xffK7MDENG%40",
+		"supabase://b\xff\xffK7MDENG%40x",
 	} {
 		t.Run(rawURL, func(t *testing.T) {
 			_, err := Open(context.Background(), rawURL, opts)
@@ -580,4 +584,28 @@ func TestLocalFileStoreIsNotRemote(t *testing.T) {
 	if IsRemote(st) {
 		t.Fatalf("a local folder counts as remote (%s)", st.(interface{ NetworkFS() string }).NetworkFS())
 	}
+}
+
+// FuzzOpen: no store URL, however malformed, panics Open or the redaction
+// of its errors, and a refused one is invalid_input. (Open dials nothing.)
+func FuzzOpen(f *testing.F) {
+	for _, seed := range []string{
+		"file:///tmp/x", "file://relative/x", "s3://bucket/pfx?endpoint=127.0.0.1:9000&insecure=true",
+		"s3://AKID:secret@bucket/pfx", "supabase://svc:k@bucket/pfx?key=x", "s3://\xff\xff\xff%40",
+		"s3://bucket/pfx?secret_key=a%40b&region=eu", "file://localhost/x", "ftp://x",
+	} {
+		f.Add(seed)
+	}
+	opts := Options{AWSAccessKeyID: "AKID", AWSSecretAccessKey: "x", SupabaseURL: "https://p.supabase.co", SupabaseServiceKey: "k"}
+	f.Fuzz(func(t *testing.T, rawURL string) {
+		st, err := Open(context.Background(), rawURL, opts)
+		if err != nil {
+			if c := errcode.Of(err); c != errcode.InvalidInput {
+				t.Fatalf("Open(%q) = %v [%s], want invalid_input", rawURL, err, c)
+			}
+			return
+		}
+		_ = st.String()
+		_ = ID(st)
+	})
 }
