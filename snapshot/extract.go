@@ -454,6 +454,13 @@ func seenDir(index map[string]int, seen []bool, dir string) bool {
 }
 
 func checkEntryType(hdr *tar.Header) error {
+	for k := range hdr.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			// archive/tar fills its holes with zeros that no limit on the
+			// archive's bytes counts; director never writes one.
+			return unsafeArchive("entry %q is a sparse file, which director never writes", hdr.Name)
+		}
+	}
 	switch hdr.Typeflag {
 	case tar.TypeReg, tar.TypeDir, tar.TypeSymlink:
 		return nil

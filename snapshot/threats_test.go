@@ -103,6 +103,80 @@ func tarOf(t testing.TB, m *Manifest, es []entry) []byte {
 	return buf.Bytes()
 }
 
+// sparseTar is okEntries plus "Default/hole", a PAX sparse file (GNU tar's
+// format 1.0, as `tar --sparse --format=pax` writes it) of size zero bytes
+// that are all one hole: 512 bytes in the archive. archive/tar reads such
+// an entry as size bytes of zeros, but cannot write one, so its headers are
+// written by hand.
+func sparseTar(t testing.TB, size int64) []byte {
+	t.Helper()
+	zeros := sha256.New()
+	_, _ = io.CopyN(zeros, zeroReader{}, size)
+	m := manifestOf(okEntries)
+	m.Files = append(m.Files, File{Path: "Default/hole", Type: TypeFile, Mode: 0o600, Size: size, SHA256: hex.EncodeToString(zeros.Sum(nil))})
+	m.FileCount++
+	m.RawSize += size
+	if m.FormatVersion >= 2 {
+		m.FilesSHA256 = filesDigest(m.Files)
+	}
+	full := tarOf(t, m, okEntries)
+	// tarOf ends with the digest entry (version 2) and two zero blocks;
+	// the sparse entry goes before them both.
+	var tail []byte
+	if m.FormatVersion >= 2 {
+		d, err := json.Marshal(Digest{FilesSHA256: m.FilesSHA256})
+		must(t, err)
+		tail = tarOf(t, nil, []entry{file(DigestPath, string(d))})
+		tail = tail[:len(tail)-1024]
+	}
+	body := full[:len(full)-1024-len(tail)]
+	var recs bytes.Buffer
+	for _, kv := range [][2]string{{"GNU.sparse.major", "1"}, {"GNU.sparse.minor", "0"}, {"GNU.sparse.name", "Default/hole"}, {"GNU.sparse.realsize", fmt.Sprint(size)}} {
+		rec := " " + kv[0] + "=" + kv[1] + "\n"
+		n := len(rec) + 1
+		for len(fmt.Sprint(n))+len(rec) != n {
+			n++
+		}
+		fmt.Fprintf(&recs, "%d%s", n, rec)
+	}
+	out := append([]byte{}, body...)
+	out = append(out, rawTarHeader("PaxHeaders/hole", tar.TypeXHeader, int64(recs.Len()))...)
+	out = append(out, padBlock(recs.Bytes())...)
+	sparseMap := padBlock([]byte(fmt.Sprintf("1\n%d\n0\n", size)))
+	out = append(out, rawTarHeader("GNUSparseFile.0/hole", tar.TypeReg, int64(len(sparseMap)))...)
+	out = append(out, sparseMap...)
+	out = append(out, tail...)
+	return append(out, make([]byte, 1024)...)
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// rawTarHeader is a ustar header block that archive/tar would not write.
+func rawTarHeader(name string, typ byte, size int64) []byte {
+	b := make([]byte, 512)
+	copy(b[0:100], name)
+	copy(b[100:], "0000600\x00")
+	copy(b[108:], "0000000\x00")
+	copy(b[116:], "0000000\x00")
+	copy(b[124:], fmt.Sprintf("%011o\x00", size))
+	copy(b[136:], "00000000000\x00")
+	b[156] = typ
+	copy(b[257:], "ustar\x0000")
+	copy(b[148:156], "        ")
+	sum := 0
+	for _, c := range b {
+		sum += int(c)
+	}
+	copy(b[148:], fmt.Sprintf("%06o\x00 ", sum))
+	return b
+}
+
+func padBlock(b []byte) []byte {
+	return append(b, make([]byte, (512-len(b)%512)%512)...)
+}
+
 func zstdOf(t testing.TB, b []byte) []byte {
 	t.Helper()
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
@@ -265,6 +339,9 @@ func TestHostileArchives(t *testing.T) {
 			return tarOf(t, manifestOf(okEntries), okEntries)
 		}, ExtractOptions{}, errcode.SnapshotCorrupt},
 		{"empty input", func(t *testing.T) []byte { return nil }, ExtractOptions{}, errcode.SnapshotCorrupt},
+		{"sparse entry (holes no limit counts)", func(t *testing.T) []byte {
+			return zstdOf(t, sparseTar(t, 64<<20))
+		}, ExtractOptions{}, errcode.UnsafeArchive},
 		{"unknown format version", func(t *testing.T) []byte {
 			m := manifestOf(okEntries)
 			m.FormatVersion = FormatVersion + 1
