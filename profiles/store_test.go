@@ -1454,3 +1454,31 @@ func TestCreateAndDeleteWhenTheCatalogFails(t *testing.T) {
 		t.Fatalf("the profile is still there: %v", err)
 	}
 }
+
+// TestNoteWithControlCharacters: a note holding a newline or ESC is
+// refused before anything is stored: the manifest would hold it, and no
+// director reads such a manifest back (it would drive the terminal of
+// whoever lists the snapshot).
+func TestNoteWithControlCharacters(t *testing.T) {
+	ctx := context.Background()
+	m := newTestManager(t)
+	if err := m.Create(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("work"), "x")
+	for _, note := range []string{"two\nlines", "red \x1b[31m"} {
+		if _, err := m.Snapshot(ctx, "work", SnapshotOptions{Note: note}); errcode.Of(err) != errcode.InvalidInput {
+			t.Errorf("note %q: %v, want invalid_input", note, err)
+		}
+	}
+	if keys := storeKeys(t, m.Store, ""); len(keys) != 0 {
+		t.Fatalf("the refused snapshots stored %v", keys)
+	}
+	res, err := m.Snapshot(ctx, "work", SnapshotOptions{Note: "après ✓"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Verify(ctx, "work", res.ID); err != nil {
+		t.Fatalf("verify of a snapshot with a unicode note: %v", err)
+	}
+}

@@ -115,6 +115,10 @@ func (m *Manager) refuseEmptyStore(ctx context.Context, store, name string) erro
 // stored; a failure removes what was stored.
 func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) (*SnapshotResult, error) {
 	start := time.Now()
+	if snapshot.HasControl(o.Note) {
+		return nil, errcode.New(errcode.InvalidInput, "the note %q holds a control character (a newline, a tab, ESC…)", o.Note).
+			WithHint("give the note as one line of plain text")
+	}
 	unlock, err := m.exclusive(ctx, name, o.Lock, true)
 	if err != nil {
 		return nil, err

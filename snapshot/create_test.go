@@ -208,6 +208,7 @@ func TestParseManifest(t *testing.T) {
 		"empty, stored":    `{"format_version":2,"files":[],"files_sha256":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}`,
 		"empty, archive's": `{"format_version":2,"files":[]}`,
 		"longest symlink":  links(3, strings.Repeat("x/", MaxLinkLen/2-1)+"x"),
+		"unicode note":     variant(func(c *Manifest) { c.Note = "après la connexion ✓" }),
 	} {
 		if _, err := ParseManifest([]byte(valid)); err != nil {
 			t.Errorf("valid manifest (%s): %v", name, err)
@@ -242,6 +243,10 @@ func TestParseManifest(t *testing.T) {
 		"negative size":            {`{"format_version":1,"file_count":1,"size":-1,"files":[{"path":"a","type":"file","size":-1,"sha256":"` + zeros64 + `"}]}`, errcode.SnapshotCorrupt},
 		// A hostile manifest's long, many symlinks kept its check busy for
 		// hours (the work grew with the square of a target's length).
+		// Commands print these fields: an ESC would drive the terminal.
+		"escape in the id":                       {variant(func(c *Manifest) { c.ID = "x\x1b[31mRED" }), errcode.SnapshotCorrupt},
+		"newline in the note":                    {variant(func(c *Manifest) { c.Note = "a\nb" }), errcode.SnapshotCorrupt},
+		"C1 control in chrome_version":           {variant(func(c *Manifest) { c.ChromeVersion = "999\u009b2J" }), errcode.SnapshotCorrupt},
 		"symlink target longer than Linux keeps": {links(1, strings.Repeat("x/", MaxLinkLen/2)+"xx"), errcode.UnsafeArchive},
 		"symlinks too many to check":             {links(200, strings.Repeat("x/", MaxLinkLen/2-1)+"x"), errcode.UnsafeArchive},
 	} {

@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"director/errcode"
 )
@@ -70,6 +71,15 @@ func (m *Manifest) validate() error {
 	if m.FormatVersion != 1 && m.FormatVersion != FormatVersion {
 		return errcode.New(errcode.SnapshotCorrupt, "manifest format version %d is not supported (this director reads versions 1 to %d)",
 			m.FormatVersion, FormatVersion).WithHint(hintUpgrade)
+	}
+	for _, f := range []struct{ name, v string }{{"id", m.ID}, {"profile", m.Profile}, {"host", m.Host}, {"os", m.OS},
+		{"chrome_version", m.ChromeVersion}, {"note", m.Note}, {"archive_key", m.ArchiveKey}} {
+		// Commands print these: a control character would drive the
+		// terminal of whoever restores or lists the snapshot.
+		if i := strings.IndexFunc(f.v, isControl); i >= 0 {
+			r, _ := utf8.DecodeRuneInString(f.v[i:])
+			return corrupt(nil, "manifest field %s holds a control character (%U at byte %d)", f.name, r, i)
+		}
 	}
 	byPath := make(map[string]*File, len(m.Files))
 	var files, hashed int
@@ -135,6 +145,15 @@ func (m *Manifest) validate() error {
 	}
 	return nil
 }
+
+// isControl says whether r is a C0 or C1 control character or DEL, which a
+// terminal may take as a command (ESC starts most of them).
+func isControl(r rune) bool { return r < 0x20 || r >= 0x7f && r < 0xa0 }
+
+// HasControl says whether s holds a control character (a newline, ESC…),
+// which no manifest text field may: a note with one would make a snapshot
+// that no director reads.
+func HasControl(s string) bool { return strings.IndexFunc(s, isControl) >= 0 }
 
 // MaxLinkLen bounds a symlink's target: Linux stores at most PATH_MAX-1
 // bytes in one, so no profile holds a longer one.

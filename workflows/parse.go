@@ -20,6 +20,7 @@ import (
 
 	"director/errcode"
 	"director/session"
+	"director/snapshot"
 )
 
 // Problem is one thing wrong with a workflow file, at a line, in a field.
@@ -537,8 +538,8 @@ func (d *decoder) decode(data []byte) *Workflow {
 
 	if k, ok := seen["name"]; ok {
 		if s, ok := d.str(k.val, "name", k.line, false); ok {
-			if strings.TrimSpace(s) == "" || len(s) > 200 || strings.ContainsAny(s, "\n\r") {
-				d.add(k.line, "name", "must be one non-empty line of at most 200 characters")
+			if strings.TrimSpace(s) == "" || len(s) > 200 || snapshot.HasControl(s) {
+				d.add(k.line, "name", "must be one non-empty line of at most 200 characters, without control characters")
 			}
 			w.Name = s
 		}
@@ -1142,6 +1143,9 @@ func (d *decoder) action(st *Step, a kv, field string, w *Workflow) {
 	case StepSnapshot:
 		if has("note") && !isNull(fields["note"].val) {
 			st.Note = getStr("note", true)
+			if snapshot.HasControl(st.Note) {
+				d.add(lineFor("note"), field+".note", "must be one line of plain text, without control characters")
+			}
 		}
 		if w.Incognito {
 			d.add(a.line, field, "an incognito run (profile: null) cannot be snapshotted")

@@ -531,3 +531,23 @@ func TestSnapshotNeedsLoginCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestControlCharactersRefused: a workflow name or snapshot note goes into
+// a snapshot's manifest, which no director reads back with a control
+// character in it; the file is refused at the field's line instead.
+func TestControlCharactersRefused(t *testing.T) {
+	const check = "login_check: {url: 'http://h/a', logged_in_selector: '#me'}\n"
+	for _, c := range []struct{ name, src, field string }{
+		{"name with ESC", "name: \"x\\e[31m\"\nprofile: p\nsteps:\n  - sleep: 1s\n", "name"},
+		{"name with a tab", "name: \"a\\tb\"\nprofile: p\nsteps:\n  - sleep: 1s\n", "name"},
+		{"note with a newline", "name: x\nprofile: p\n" + check + "steps:\n  - snapshot: {note: \"a\\nb\"}\n", "steps[0].snapshot.note"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("wf.yaml", []byte(c.src), LoadOptions{})
+			var verr *ValidationError
+			if !errors.As(err, &verr) || len(verr.Problems) != 1 || verr.Problems[0].Field != c.field {
+				t.Fatalf("got %v, want one problem at %s", err, c.field)
+			}
+		})
+	}
+}
