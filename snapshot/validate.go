@@ -76,7 +76,14 @@ func (m *Manifest) validate() error {
 		{"chrome_version", m.ChromeVersion}, {"note", m.Note}, {"archive_key", m.ArchiveKey}} {
 		// Commands print these: a control character would drive the
 		// terminal of whoever restores or lists the snapshot.
-		if i := strings.IndexFunc(f.v, isControl); i >= 0 {
+		bad := isControl
+		if f.name == "note" {
+			// Older directors stored a --note as given: a newline or a tab
+			// in one is no terminal command, and its snapshot stays
+			// readable. New notes are one line (HasControl).
+			bad = func(r rune) bool { return r != '\n' && r != '\t' && isControl(r) }
+		}
+		if i := strings.IndexFunc(f.v, bad); i >= 0 {
 			r, _ := utf8.DecodeRuneInString(f.v[i:])
 			return corrupt(nil, "manifest field %s holds a control character (%U at byte %d)", f.name, r, i)
 		}
