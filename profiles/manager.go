@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"filippo.io/age"
@@ -23,6 +24,7 @@ import (
 	"director/catalog"
 	"director/encrypt"
 	"director/errcode"
+	"director/internal/shellquote"
 	"director/launcher"
 	"director/snapshot"
 	"director/storage"
@@ -148,15 +150,85 @@ func (m *Manager) noCatalog() string {
 }
 
 func (m *Manager) ensureRoot() error {
+	if err := m.checkRoot(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(m.Root, 0o700); err != nil {
-		return errcode.Wrap(err, errcode.Internal, "creating profile root %s", m.Root)
+		return errcode.Hinted(err, errcode.Internal, "check the permissions of "+filepath.Dir(m.Root), "creating profile root %s", m.Root)
 	}
 	return nil
 }
 
+// checkRoot refuses a profile root that exists and is not a directory (a
+// symlink to one is fine: the root may live on another disk). It creates
+// nothing.
+func (m *Manager) checkRoot() error {
+	st, err := os.Stat(m.Root)
+	if err == nil && !st.IsDir() {
+		return errcode.New(errcode.InvalidInput, "%s is not a directory, and director keeps its profiles there", m.Root).
+			WithHint("move it away (`mv %s %s`), then retry", shellquote.Quote(m.Root), shellquote.Quote(m.Root+".aside"))
+	}
+	return nil
+}
+
+// Exists reports whether profile name has its directory. An entry of the
+// profile root with the profile's name that is not a real directory (a
+// file, a symlink even to a directory elsewhere) is no profile, and every
+// command refuses it with the same invalid_input: a restore swaps the entry
+// itself, a delete renames it, and what a symlink points to may be anything.
+func (m *Manager) Exists(name string) (bool, error) {
+	if err := ValidateName(name); err != nil {
+		return false, err
+	}
+	if err := m.checkRoot(); err != nil {
+		return false, err
+	}
+	dir := m.Dir(name)
+	st, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		return false, nil
+	case err != nil:
+		return false, errcode.Hinted(err, errcode.Internal, "check the permissions of "+m.Root, "reading profile %q", name)
+	case st.IsDir():
+		return true, nil
+	}
+	what := "a " + st.Mode().Type().String()
+	switch {
+	case st.Mode().IsRegular():
+		what = "a regular file"
+	case st.Mode()&fs.ModeSymlink != 0:
+		what = "a symbolic link"
+		if target, err := os.Readlink(dir); err == nil {
+			what += " to " + target
+		}
+	}
+	return false, errcode.New(errcode.InvalidInput, "%s is %s, not a directory: director takes only a plain directory there as profile %q", dir, what, name).
+		WithHint("move it away (`mv %s %s`), then retry", shellquote.Quote(dir), shellquote.Quote(filepath.Join(m.Root, "."+name+".aside")))
+}
+
+// CheckCreate fails as Create would on a bad name, a profile root that is
+// not a directory, or a profile that is already there. It writes nothing:
+// the CLI asks it before it creates the home and the catalog.
+func (m *Manager) CheckCreate(name string) error {
+	exists, err := m.Exists(name)
+	if err != nil {
+		return err
+	}
+	if exists {
+		return m.alreadyExists(name)
+	}
+	return nil
+}
+
+func (m *Manager) alreadyExists(name string) error {
+	return errcode.New(errcode.InvalidInput, "profile %q already exists at %s", name, m.Dir(name)).
+		WithHint("open it with `director profile open %s`, or pick another name", name)
+}
+
 // Create makes an empty profile directory (0700).
 func (m *Manager) Create(ctx context.Context, name string) error {
-	if err := ValidateName(name); err != nil {
+	if err := m.CheckCreate(name); err != nil {
 		return err
 	}
 	if err := m.ensureRoot(); err != nil {
@@ -165,10 +237,9 @@ func (m *Manager) Create(ctx context.Context, name string) error {
 	dir := m.Dir(name)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return errcode.New(errcode.InvalidInput, "profile %q already exists at %s", name, dir).
-				WithHint("open it with `director profile open %s`, or pick another name", name)
+			return m.CheckCreate(name) // made meanwhile: say what it is
 		}
-		return errcode.Wrap(err, errcode.Internal, "creating profile %q", name)
+		return errcode.Hinted(err, errcode.Internal, "check the permissions of "+m.Root, "creating profile %q", name)
 	}
 	err := m.Catalog.TouchProfile(ctx, name, m.now())
 	if err == nil {
@@ -200,17 +271,15 @@ func (m *Manager) Path(name string) (string, error) {
 	return m.Dir(name), nil
 }
 
-// requireDir returns profile_not_found when the profile has no directory.
+// requireDir returns profile_not_found when the profile has no directory,
+// and Exists's refusal of an entry that is not a real directory.
 func (m *Manager) requireDir(name string) error {
-	st, err := os.Stat(m.Dir(name))
-	if err == nil && st.IsDir() {
-		return nil
+	exists, err := m.Exists(name)
+	if err != nil || exists {
+		return err
 	}
-	if err == nil || errors.Is(err, fs.ErrNotExist) {
-		return errcode.New(errcode.ProfileNotFound, "profile %q does not exist", name).
-			WithHint("create it with `director profile create %s` or restore it with `director profile restore %s latest`", name, name)
-	}
-	return errcode.Wrap(err, errcode.Internal, "reading profile %q", name)
+	return errcode.New(errcode.ProfileNotFound, "profile %q does not exist", name).
+		WithHint("create it with `director profile create %s` or restore it with `director profile restore %s latest`", name, name)
 }
 
 // Lock is a held profile lock.
@@ -373,6 +442,9 @@ const deletedSuffixLen = 6
 // and removes stale runtime files otherwise.
 func (m *Manager) refuseIfRunning(name string) error {
 	dir := m.Dir(name)
+	if exists, err := m.Exists(name); err != nil || !exists {
+		return err // nothing there to run on, or not a profile
+	}
 	info, inUse, err := launcher.ProfileInUse(dir)
 	if err != nil {
 		return errcode.Wrap(err, errcode.Internal, "checking whether Chrome runs on %q", name)
@@ -411,6 +483,9 @@ type Info struct {
 // Catalog (nil: no catalog yet), leaving out the last snapshots; so does
 // Verify.
 func (m *Manager) List(ctx context.Context) ([]Info, error) {
+	if err := m.checkRoot(); err != nil {
+		return nil, err
+	}
 	entries, err := os.ReadDir(m.Root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []Info{}, nil
@@ -427,7 +502,15 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 	}
 	m.sweepOrphanedLeftovers(ctx, entries)
 	for _, e := range entries {
-		if !e.IsDir() || ValidateName(e.Name()) != nil {
+		if ValidateName(e.Name()) != nil {
+			continue
+		}
+		if !e.IsDir() {
+			// A file or symlink under a profile's name: every command on
+			// that name refuses it, saying so; the list says it too.
+			if _, err := m.Exists(e.Name()); err != nil {
+				m.log().Warn("not a profile: "+err.Error(), "hint", errcode.HintOf(err))
+			}
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -551,10 +634,9 @@ func (m *Manager) Delete(ctx context.Context, name string, o DeleteOptions) (*De
 	defer unlock()
 	res := &DeleteResult{Profile: name}
 	dir := m.Dir(name)
-	_, statErr := os.Lstat(dir)
-	exists := statErr == nil
-	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
-		return nil, errcode.Hinted(statErr, errcode.Internal, "check the permissions of "+m.Root, "reading profile %q", name)
+	exists, err := m.Exists(name)
+	if err != nil {
+		return nil, err
 	}
 	if !exists && !withSnapshots {
 		return nil, m.requireDir(name)

@@ -577,8 +577,8 @@ func openArchive(path string) (*os.File, error) {
 // CLI asks it first on a home that has no catalog yet, so that a restore
 // bound to fail creates neither the home nor director.db.
 func (m *Manager) CheckRestore(ctx context.Context, name, ref string, o RestoreOptions) error {
-	if err := ValidateName(name); err != nil {
-		return err
+	if _, err := m.Exists(name); err != nil {
+		return err // a bad name, or not a directory where the profile would be
 	}
 	if o.Archive != "" {
 		f, err := openArchive(o.Archive)

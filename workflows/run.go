@@ -606,9 +606,10 @@ func (r *Runner) humanRequired(w *Workflow, res *Result, err error) error {
 // check passed and whose snapshot failed), and says so in res.KeptLocal:
 // restoring would lose that login.
 func (r *Runner) restore(ctx context.Context, w *Workflow, lock *profiles.Lock, res *Result) (string, error) {
-	dir := r.Profiles.Dir(w.Profile)
-	_, statErr := os.Stat(dir)
-	exists := statErr == nil
+	exists, err := r.Profiles.Exists(w.Profile)
+	if err != nil {
+		return "", err
+	}
 	if w.Restore == RestoreNone {
 		if !exists {
 			return "", r.Profiles.Create(ctx, w.Profile)

@@ -118,3 +118,46 @@ func TestFailingCommandsLeaveFreshHome(t *testing.T) {
 		}
 	}
 }
+
+// TestNotADirectoryLeavesHome: a browser-profiles that is a file, or a file
+// where a profile would be, is refused with invalid_input naming it before
+// anything is created; profile create made director.db first and then
+// failed with internal_error and a report-it hint.
+func TestNotADirectoryLeavesHome(t *testing.T) {
+	cliEnv(t)
+	for _, v := range []string{"DISPLAY", "WAYLAND_DISPLAY", "CHROME_PATH"} {
+		t.Setenv(v, "")
+	}
+	cases := []struct {
+		name string
+		file string // under the home, made a regular file
+		args []string
+	}{
+		{"create with browser-profiles a file", "browser-profiles", []string{"profile", "create", "work"}},
+		{"open with browser-profiles a file", "browser-profiles", []string{"profile", "open", "work", "--headless"}},
+		{"create over a file", "browser-profiles/work", []string{"profile", "create", "work"}},
+		{"open of a file", "browser-profiles/work", []string{"profile", "open", "work", "--headless"}},
+		{"path of a file", "browser-profiles/work", []string{"profile", "path", "work"}},
+		{"restore over a file", "browser-profiles/work", []string{"profile", "restore", "work", "latest"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			home := filepath.Join(t.TempDir(), "home")
+			p := filepath.Join(home, filepath.FromSlash(c.file))
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("notes\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			before := strings.Join(tree(t, home), " ")
+			code, _, errOut := runDirector(t, append([]string{"--home", home}, c.args...)...)
+			if code != 2 || !strings.Contains(errOut, "[invalid_input]") || !strings.Contains(errOut, p+" is ") || !strings.Contains(errOut, "`mv "+p+" ") {
+				t.Errorf("exit %d, want 2 with invalid_input naming %s and how to move it away: %s", code, p, errOut)
+			}
+			if after := strings.Join(tree(t, home), " "); after != before {
+				t.Errorf("the failing command changed the home from [%s] to [%s]", before, after)
+			}
+		})
+	}
+}

@@ -3,10 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/url"
 	"os"
 	"os/signal"
@@ -82,8 +80,8 @@ func checkOpen(c *cli.Context, m *profiles.Manager, _ bool) error {
 	if err != nil {
 		return err
 	}
-	if err := profiles.ValidateName(name); err != nil {
-		return err
+	if _, err := m.Exists(name); err != nil {
+		return err // a bad name, or a file where the profile would be
 	}
 	if err := checkOpenURL(c.String("url")); err != nil {
 		return err
@@ -119,7 +117,11 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 	defer lock.Unlock()
 
 	res := openResult{Status: "ok", Profile: name, Path: m.Dir(name)}
-	if _, err := os.Stat(m.Dir(name)); errors.Is(err, fs.ErrNotExist) {
+	exists, err := m.Exists(name)
+	if err != nil {
+		return err
+	}
+	if !exists {
 		if err := m.Create(ctx, name); err != nil {
 			return err
 		}

@@ -198,8 +198,8 @@ func profileCommands() []*cli.Command {
 		{
 			Name: "create", Usage: "create an empty profile (a Chrome user-data-dir)", ArgsUsage: "NAME",
 			Description: "Creates <home>/browser-profiles/NAME (mode 0700). Log in with `director profile open NAME --snapshot`.",
-			Action: withManager(noKeys, func(c *cli.Context, _ *profiles.Manager, _ bool) error {
-				return profiles.ValidateName(c.Args().First())
+			Action: withManager(noKeys, func(c *cli.Context, m *profiles.Manager, _ bool) error {
+				return m.CheckCreate(c.Args().First())
 			}, func(c *cli.Context, g *globals, m *profiles.Manager) error {
 				name, err := oneArg(c, "profile NAME")
 				if err != nil {
