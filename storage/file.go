@@ -64,11 +64,40 @@ func openFile(rawURL, rest string) (Store, error) {
 	return &fileStore{dir: abs, real: resolvePath(abs), netFS: networkFS(abs)}, nil
 }
 
+// OpenDir opens the folder dir as a file store, as Open does a file:// URL
+// naming it, but from its path: any name works, also one holding "?", "#"
+// or "%" (a file:// URL takes no query or fragment, and its path is taken
+// as written). The default store, <home>/snapshots, is opened so, so that a
+// home of any name works.
+func OpenDir(dir string) (Store, error) {
+	if dir == "" {
+		return nil, errcode.New(errcode.InvalidInput, "empty store folder").WithHint("give the store folder's path")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, errcode.Wrap(err, errcode.InvalidInput, "store folder %s", dir)
+	}
+	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
+		return nil, errcode.New(errcode.InvalidInput, "store path %s is not a folder", abs).WithHint("move %s away, or give another store with --store", abs)
+	}
+	return &fileStore{dir: abs, real: resolvePath(abs), netFS: networkFS(abs)}, nil
+}
+
 func (s *fileStore) String() string { return "file://" + filepath.ToSlash(s.dir) }
 
 // CatalogID names the store in the catalog by its folder with symlinks
-// resolved, so that rows do not depend on the spelling of the path.
-func (s *fileStore) CatalogID() string { return "file://" + filepath.ToSlash(s.real) }
+// resolved, so that rows do not depend on the spelling of the path; with
+// "?", "#" and "%" escaped when the folder's path holds "?" or "#" (only
+// OpenDir opens such a folder), so that the catalog does not read a part of
+// the path as a query (a home named /srv/d?token=1 would lose "token=1/…"
+// as a secret-looking parameter, and share /srv/d's name).
+func (s *fileStore) CatalogID() string {
+	p := filepath.ToSlash(s.real)
+	if !strings.ContainsAny(p, "?#") {
+		return "file://" + p
+	}
+	return strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace("file://" + p)
+}
 
 // SameStore reports whether id, a file store's catalog id as an older
 // director or another spelling wrote it, names this store's folder.

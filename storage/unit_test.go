@@ -609,3 +609,59 @@ func FuzzOpen(f *testing.F) {
 		_ = ID(st)
 	})
 }
+
+// TestOpenDirTakesAnyName: OpenDir opens a folder whose name a file:// URL
+// cannot carry ("?", "#", "%"), which the default store of such a home
+// needs; the catalog names it without a query to strip, and a plain
+// folder's name is what it always was. Open's file:// parsing is unchanged.
+func TestOpenDirTakesAnyName(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		folder string
+		id     string // the catalog name after the temp dir's path
+	}{
+		{"plain", "snapshots", "/snapshots"},
+		{"question mark", "d?x=1", "/d%3Fx=1"},
+		{"secret-looking query", "d?token=1", "/d%3Ftoken=1"},
+		{"hash", "d#frag", "/d%23frag"},
+		{"percent", "d%41", "/d%41"},
+		{"percent and question mark", "d%41?x", "/d%2541%3Fx"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := t.TempDir()
+			dir := filepath.Join(base, tt.folder)
+			st, err := OpenDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Put(ctx, "p/a.tar.zst", strings.NewReader("abc"), 3); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "p", "a.tar.zst")); err != nil {
+				t.Fatalf("the object is not in %s: %v", dir, err)
+			}
+			rc, _, err := st.Get(ctx, "p/a.tar.zst")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(rc)
+			rc.Close()
+			if string(b) != "abc" {
+				t.Errorf("got %q", b)
+			}
+			if got, want := st.String(), "file://"+filepath.ToSlash(dir); got != want {
+				t.Errorf("String() = %q, want %q", got, want)
+			}
+			if got, want := ID(st), "file://"+filepath.ToSlash(base)+tt.id; got != want {
+				t.Errorf("ID() = %q, want %q", got, want)
+			}
+			if strings.ContainsAny(tt.folder, "?#") {
+				if _, err := Open(ctx, "file://"+dir, Options{}); errcode.Of(err) != errcode.InvalidInput {
+					t.Errorf("Open of the file:// URL = %v, want invalid_input as before", err)
+				}
+			}
+		})
+	}
+}

@@ -194,13 +194,11 @@ func (g *globals) ProfilesDir() string { return filepath.Join(g.Home, "browser-p
 // CatalogPath is the SQLite catalog.
 func (g *globals) CatalogPath() string { return filepath.Join(g.Home, "director.db") }
 
-// StoreURL is the configured store, defaulting to a folder in the home.
-func (g *globals) StoreURL() string {
-	if g.Store != "" {
-		return g.Store
-	}
-	return "file://" + filepath.Join(g.Home, "snapshots")
-}
+// DefaultStoreDir is the folder of the default store (no --store),
+// <home>/snapshots. It is opened by its path (storage.OpenDir), not as a
+// file:// URL glued together: a home holding "?" or "#" made every command
+// fail with "bad store URL".
+func (g *globals) DefaultStoreDir() string { return filepath.Join(g.Home, "snapshots") }
 
 // emit prints v as one JSON object under --json, or calls text otherwise
 // (unless --quiet).

@@ -46,7 +46,11 @@ func openStore(ctx context.Context, c *cli.Context, g *globals) (storage.Store, 
 			return nil, errcode.New(errcode.InvalidInput, "--%s must be positive, not %s", name, d).WithHint("for example --%s 2m", name)
 		}
 	}
-	return storage.Open(ctx, g.StoreURL(), storage.Options{
+	if g.Store == "" {
+		// From the path, not a URL: a home holding "?" or "#" is no URL.
+		return storage.OpenDir(g.DefaultStoreDir())
+	}
+	return storage.Open(ctx, g.Store, storage.Options{
 		CallTimeout:        c.Duration("store-call-timeout"),
 		IdleTimeout:        c.Duration("store-idle-timeout"),
 		AWSAccessKeyID:     flagOrEnv(c, "aws-access-key-id", "AWS_ACCESS_KEY_ID"),

@@ -219,3 +219,41 @@ func TestStoreCheckTextNamesACreatedBucket(t *testing.T) {
 		t.Errorf("text report:\n%s", b.String())
 	}
 }
+
+// TestHomeOfAnyNameHasItsDefaultStore: a --home holding "?", "#" or "%"
+// works with the default store (<home>/snapshots); every command failed
+// with "bad store URL ...: file:// URLs take no query or fragment", since
+// the default store was a file:// URL glued from the home's path. A
+// --store file:// URL holding them is still refused.
+func TestHomeOfAnyNameHasItsDefaultStore(t *testing.T) {
+	for _, name := range []string{"q?x=1", "h#frag", "p%41", "k?token=1"} {
+		t.Run(name, func(t *testing.T) {
+			cliEnv(t)
+			home := filepath.Join(t.TempDir(), name)
+			for _, args := range [][]string{
+				{"profile", "create", "w"},
+				{"profile", "snapshot", "w"},
+				{"profile", "list"},
+				{"profile", "snapshots", "w"},
+				{"profile", "restore", "w", "latest"},
+				{"profile", "verify", "w"},
+				{"profile", "prune", "w", "--keep-last", "1"},
+			} {
+				code, out, errOut := runDirector(t, append([]string{"--home", home, "--json"}, args...)...)
+				if code != 0 {
+					t.Fatalf("%v: exit %d: %s%s", args, code, out, errOut)
+				}
+			}
+			objs, err := os.ReadDir(filepath.Join(home, "snapshots", "w"))
+			if err != nil || len(objs) != 2 {
+				t.Errorf("objects in %s/snapshots/w: %v, %v; want an archive and its manifest", home, objs, err)
+			}
+			if strings.ContainsAny(name, "?#") {
+				code, _, errOut := runDirector(t, "--home", home, "--store", "file://"+filepath.Join(home, "snapshots"), "profile", "list")
+				if code != 2 || !strings.Contains(errOut, "take no query or fragment") {
+					t.Errorf("--store file:// with %q: exit %d, %s; want it refused as before", name, code, errOut)
+				}
+			}
+		})
+	}
+}
