@@ -222,30 +222,7 @@ func profileCommands() []*cli.Command {
 					return err
 				}
 				g.emit(map[string]any{"status": "ok", "profiles": list}, func(w io.Writer) {
-					if len(list) == 0 {
-						fmt.Fprintln(w, "no profiles yet: "+g.hints.command("profile create NAME"))
-						return
-					}
-					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "NAME\tSIZE\tLAST SNAPSHOT\tAGE\tIN USE")
-					for _, p := range list {
-						last, age := "-", "-"
-						if p.LastSnapshotAt != nil {
-							last, age = p.LastSnapshot, humanAge(time.Since(*p.LastSnapshotAt))
-						}
-						use := "no"
-						if p.InUse {
-							use = "yes: " + p.InUseBy
-						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, humanBytes(p.SizeBytes), last, age, use)
-					}
-					tw.Flush()
-					for _, p := range list {
-						if p.UnsavedSince != nil {
-							fmt.Fprintf(w, "%s holds a login no snapshot has (unsaved for %s): keep it with %s\n",
-								p.Name, humanAge(time.Since(*p.UnsavedSince)), "`"+g.hints.command("profile snapshot "+p.Name)+"`")
-						}
-					}
+					writeProfiles(w, list, time.Now(), g.hints)
 				})
 				return nil
 			}),
@@ -566,7 +543,51 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
+// writeProfiles prints profile list's table, and a line for each profile
+// that holds a login no snapshot has, with ages as of now.
+func writeProfiles(w io.Writer, list []profiles.Info, now time.Time, inv invocation) {
+	if len(list) == 0 {
+		fmt.Fprintln(w, "no profiles yet: "+inv.command("profile create NAME"))
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSIZE\tLAST SNAPSHOT\tAGE\tIN USE")
+	for _, p := range list {
+		last, age := "-", "-"
+		if p.LastSnapshotAt != nil {
+			last, age = p.LastSnapshot, humanAge(now.Sub(*p.LastSnapshotAt))
+		}
+		use := "no"
+		if p.InUse {
+			use = "yes: " + p.InUseBy
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, humanBytes(p.SizeBytes), last, age, use)
+	}
+	tw.Flush()
+	for _, p := range list {
+		if p.UnsavedSince != nil {
+			unsaved := "unsaved for " + humanAge(now.Sub(*p.UnsavedSince))
+			if now.Sub(*p.UnsavedSince) <= -time.Second {
+				unsaved = "unsaved since " + p.UnsavedSince.Local().Format("2006-01-02 15:04:05") + ", " + futureAge
+			}
+			fmt.Fprintf(w, "%s holds a login no snapshot has (%s): keep it with %s\n",
+				p.Name, unsaved, "`"+inv.command("profile snapshot "+p.Name)+"`")
+		}
+	}
+}
+
+// futureAge is the age of a time ahead of this machine's clock: written by
+// a machine whose clock is ahead, or this one's is behind.
+const futureAge = "in the future (clock skew?)"
+
+// humanAge is a duration since something happened, in its largest whole
+// unit; a negative one (a time ahead of this machine's clock) says so
+// rather than print "-83021s". Less than a second ahead is 0s.
 func humanAge(d time.Duration) string {
+	if d <= -time.Second {
+		return futureAge
+	}
+	d = max(d, 0)
 	switch {
 	case d < time.Minute:
 		return fmt.Sprintf("%ds", int(d.Seconds()))

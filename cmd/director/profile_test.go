@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"director/catalog"
 	"director/errcode"
 	"director/internal/shellquote"
+	"director/profiles"
 )
 
 // cliEnv isolates a test from the caller's director settings: they are
@@ -391,5 +393,57 @@ func TestRestoreEmptyArchive(t *testing.T) {
 		if _, err := os.Stat(mark); err != nil {
 			t.Fatalf("%q: the profile was replaced: %v", args, err)
 		}
+	}
+}
+
+// TestAgesAheadOfTheClock: a snapshot or an unsaved mark whose time is
+// ahead of this machine's clock (another machine's, or this one's set
+// back) is "in the future (clock skew?)", not "-83021s" nor "unsaved for
+// -101s"; less than a second ahead is 0s.
+func TestAgesAheadOfTheClock(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	ages := []struct {
+		d    time.Duration
+		want string
+	}{
+		{-83021 * time.Second, "in the future (clock skew?)"},
+		{-time.Second, "in the future (clock skew?)"},
+		{-500 * time.Millisecond, "0s"},
+		{0, "0s"},
+		{59 * time.Second, "59s"},
+		{90 * time.Minute, "1h"},
+		{72 * time.Hour, "3d"},
+	}
+	for _, tt := range ages {
+		if got := humanAge(tt.d); got != tt.want {
+			t.Errorf("humanAge(%s) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+	at := func(d time.Duration) *time.Time { x := now.Add(d); return &x }
+	lists := []struct {
+		name string
+		info profiles.Info
+		want []string
+	}{
+		{"snapshot ahead", profiles.Info{Name: "w", LastSnapshot: "w-1", LastSnapshotAt: at(83021 * time.Second)},
+			[]string{"w-1            in the future (clock skew?)  no"}},
+		{"unsaved mark ahead", profiles.Info{Name: "w", UnsavedSince: at(101 * time.Second)},
+			[]string{"w holds a login no snapshot has (unsaved since " + now.Add(101*time.Second).Local().Format("2006-01-02 15:04:05") + ", in the future (clock skew?))"}},
+		{"unsaved mark behind", profiles.Info{Name: "w", UnsavedSince: at(-101 * time.Second)},
+			[]string{"(unsaved for 1m)"}},
+	}
+	for _, tt := range lists {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			writeProfiles(&b, []profiles.Info{tt.info}, now, invocation{})
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("list does not say %q:\n%s", w, b.String())
+				}
+			}
+			if regexp.MustCompile(`(^|\s)-[0-9]`).MatchString(b.String()) {
+				t.Errorf("list prints a negative age:\n%s", b.String())
+			}
+		})
 	}
 }
