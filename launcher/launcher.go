@@ -326,6 +326,9 @@ func (b *Browser) start(ctx context.Context, path string, args []string) error {
 		if ctx.Err() != nil {
 			hint = "the start took too long; retry, or give it more time"
 		}
+		if e := noXServer(b.output.String(), args); e != nil {
+			return e
+		}
 		return errcode.Hinted(err, errcode.BrowserLaunchFailed, hint, "%s%s", what, out)
 	}
 
@@ -700,3 +703,25 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, " | ")
 }
+
+// noXServer recognises, in the output of a headed Chrome that exited at its
+// start, that it found no X server to open its window on, and says that in
+// one line: the whole output was pages of D-Bus and zygote errors around
+// "Missing X server or $DISPLAY". nil when that is not why it exited.
+func noXServer(output string, args []string) error {
+	if !strings.Contains(output, "Missing X server or $DISPLAY") || slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--headless")
+	}) {
+		return nil
+	}
+	display := os.Getenv("DISPLAY")
+	if display == "" {
+		return errcode.New(errcode.BrowserLaunchFailed, "Chrome found no display to open its window on (DISPLAY is unset)").
+			WithHint("use --headless, or run it in a desktop session (or over ssh -X); %s", debugLine)
+	}
+	return errcode.New(errcode.BrowserLaunchFailed, "Chrome could not open a window on DISPLAY=%s: it has no X server, or the server refused the connection (Chrome said \"Missing X server or $DISPLAY\")", display).
+		WithHint("use --headless; or set DISPLAY to a running X server's display, and XAUTHORITY to its cookie file if it needs one; %s", debugLine)
+}
+
+// debugLine says where to find the Chrome command line to run by hand.
+const debugLine = "--log-level debug logs Chrome's command line (\"starting chrome\") to run by hand"

@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -307,12 +309,73 @@ func inputSaysDone(err error, headless bool) bool {
 // display to show its window on (Linux without DISPLAY or WAYLAND_DISPLAY):
 // Chrome would only exit with "Missing X server". orElse ends the hint with
 // the command's own way out.
+//
+// A DISPLAY naming an X server that is not there (DISPLAY=:99 with no
+// server on it) fails the same way, before anything is created: Chrome
+// started, printed pages of errors ending in "Missing X server or
+// $DISPLAY", and `profile open` had made the home, the catalog and the
+// profile by then.
 func needDisplay(orElse string) error {
-	if runtime.GOOS != "linux" || os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" {
+	if runtime.GOOS != "linux" || os.Getenv("WAYLAND_DISPLAY") != "" {
 		return nil
 	}
-	return errcode.New(errcode.BrowserLaunchFailed, "no display to show Chrome on (DISPLAY and WAYLAND_DISPLAY are unset)").
-		WithHint("run it in a desktop session (or over ssh -X), or %s", orElse)
+	display := os.Getenv("DISPLAY")
+	if display == "" {
+		return errcode.New(errcode.BrowserLaunchFailed, "no display to show Chrome on (DISPLAY and WAYLAND_DISPLAY are unset)").
+			WithHint("run it in a desktop session (or over ssh -X), or %s", orElse)
+	}
+	return xServerMissing(display, orElse, func(network, addr string) error {
+		conn, err := net.DialTimeout(network, addr, 2*time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err
+	})
+}
+
+// xServerMissing fails with browser_launch_failed when nothing answers at
+// the addresses of the X display display (as libxcb finds them) through
+// dial. A display it cannot read (host/unix:0, a launchd path) is left to
+// Chrome.
+func xServerMissing(display, orElse string, dial func(network, addr string) error) error {
+	addrs := xServerAddrs(display)
+	if len(addrs) == 0 {
+		return nil
+	}
+	var tried []string
+	for _, a := range addrs {
+		if dial(a[0], a[1]) == nil {
+			return nil
+		}
+		tried = append(tried, a[1])
+	}
+	return errcode.New(errcode.BrowserLaunchFailed, "DISPLAY=%s has no X server: nothing answers on %s", display, strings.Join(tried, " or ")).
+		WithHint("start an X server on %s or set DISPLAY to one that runs, or %s", display, orElse)
+}
+
+// xServerAddrs returns the network and address of each socket an X client
+// tries for display ("[host]:N[.screen]"): for a local one, the abstract
+// and the file socket /tmp/.X11-unix/XN; for host:N, TCP port 6000+N.
+func xServerAddrs(display string) [][2]string {
+	i := strings.LastIndexByte(display, ':')
+	if i < 0 {
+		return nil
+	}
+	num, _, _ := strings.Cut(display[i+1:], ".")
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 || n > 59535 || num != strconv.Itoa(n) {
+		return nil
+	}
+	host := display[:i]
+	switch {
+	case strings.Contains(host, "/"):
+		return nil
+	case host == "" || host == "unix":
+		sock := "/tmp/.X11-unix/X" + num
+		return [][2]string{{"unix", "@" + sock}, {"unix", sock}}
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return [][2]string{{"tcp", net.JoinHostPort(host, strconv.Itoa(6000+n))}}
 }
 
 // stdinOf is the command's input (os.Stdin unless the app sets a Reader).

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -205,6 +207,103 @@ func TestProfileOpenHeadedNeedsDisplay(t *testing.T) {
 	_ = json.Unmarshal(stdout.Bytes(), &out)
 	if code != errcode.ExitFailure || out.Error.Code != errcode.BrowserLaunchFailed || !strings.Contains(out.Error.Hint, "--headless") {
 		t.Fatalf("exit %d, %s", code, stdout.String())
+	}
+}
+
+// TestProfileOpenOnADeadDisplay: with DISPLAY naming an X server that is
+// not there, a headed profile open fails before anything is created, with
+// browser_launch_failed naming the DISPLAY and --headless; it created the
+// home, the catalog and the profile, then printed Chrome's errors with a
+// generic hint.
+func TestProfileOpenOnADeadDisplay(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the display check is Linux-only")
+	}
+	cliEnv(t)
+	t.Setenv("WAYLAND_DISPLAY", "")
+	display := ""
+	for n := 917; n < 1000 && display == ""; n++ {
+		d := ":" + strconv.Itoa(n)
+		if xServerMissing(d, "", func(network, addr string) error {
+			c, err := net.Dial(network, addr)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		}) != nil {
+			display = d
+		}
+	}
+	if display == "" {
+		t.Skip("an X server answers on every display tried")
+	}
+	t.Setenv("DISPLAY", display)
+	home := filepath.Join(t.TempDir(), "home")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"director", "--home", home, "--json", "profile", "open", "work"}, &stdout, &stderr)
+	var out errorJSON
+	_ = json.Unmarshal(stdout.Bytes(), &out)
+	if code != errcode.ExitFailure || out.Error.Code != errcode.BrowserLaunchFailed ||
+		!strings.Contains(out.Error.Message, "DISPLAY="+display+" has no X server") || !strings.Contains(out.Error.Hint, "--headless") {
+		t.Fatalf("exit %d, %s", code, stdout.String())
+	}
+	if _, err := os.Stat(home); !os.IsNotExist(err) {
+		t.Errorf("the failing open created %s: %v", home, err)
+	}
+}
+
+// TestXServerAddrs: the sockets an X client tries for a DISPLAY, and the
+// verdict when none answers.
+func TestXServerAddrs(t *testing.T) {
+	tests := []struct {
+		display string
+		want    []string // "network addr"; none: left to Chrome
+	}{
+		{":0", []string{"unix @/tmp/.X11-unix/X0", "unix /tmp/.X11-unix/X0"}},
+		{":99.0", []string{"unix @/tmp/.X11-unix/X99", "unix /tmp/.X11-unix/X99"}},
+		{"unix:1", []string{"unix @/tmp/.X11-unix/X1", "unix /tmp/.X11-unix/X1"}},
+		{"localhost:10.0", []string{"tcp localhost:6010"}},
+		{"[::1]:2", []string{"tcp [::1]:6002"}},
+		{"host/unix:0", nil},
+		{"/private/tmp/com.apple.launchd.x/org.xquartz:0", nil},
+		{"nonsense", nil},
+		{":x", nil},
+		{":-1", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.display, func(t *testing.T) {
+			var got []string
+			for _, a := range xServerAddrs(tt.display) {
+				got = append(got, a[0]+" "+a[1])
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("xServerAddrs(%q) = %q, want %q", tt.display, got, tt.want)
+			}
+			var dialed []string
+			refuse := func(network, addr string) error {
+				dialed = append(dialed, network+" "+addr)
+				return errors.New("refused")
+			}
+			err := xServerMissing(tt.display, "pass --headless", refuse)
+			if (err != nil) != (len(tt.want) > 0) || !slices.Equal(dialed, tt.want) {
+				t.Errorf("with nothing answering: %v after dialing %q", err, dialed)
+			}
+			if err != nil && (errcode.Of(err) != errcode.BrowserLaunchFailed || !strings.HasPrefix(err.Error(), "DISPLAY="+tt.display+" has no X server")) {
+				t.Errorf("err = %v (%s)", err, errcode.Of(err))
+			}
+			if len(tt.want) > 0 {
+				last := tt.want[len(tt.want)-1]
+				lastAnswers := func(network, addr string) error {
+					if network+" "+addr == last {
+						return nil
+					}
+					return errors.New("refused")
+				}
+				if err := xServerMissing(tt.display, "", lastAnswers); err != nil {
+					t.Errorf("with the last socket answering: %v", err)
+				}
+			}
+		})
 	}
 }
 
