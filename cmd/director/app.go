@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -347,10 +348,19 @@ func quietUsageError(c *cli.Context, err error, _ bool) error {
 		if h := valueForm(lookupFlag(flags, "--"+flagName)); h != "" {
 			hint = h + fmt.Sprintf(" (%s sets --%s)", env, flagName)
 		}
+		if m[2] == "duration" && durationTooLong(value) {
+			return errcode.New(errcode.InvalidInput, "invalid %s: %q is longer than a duration can be", env, value).
+				WithHint("%s (%s sets --%s)", durationRange, env, flagName)
+		}
 		return errcode.New(errcode.InvalidInput, "invalid %s: %q is not %s", env, value, kindName(m[2])).WithHint("%s", hint)
 	}
 	if m := badValueRE.FindStringSubmatch(err.Error()); m != nil {
-		if h := valueForm(lookupFlag(flags, "--"+m[1])); h != "" {
+		f := lookupFlag(flags, "--"+m[2])
+		if _, ok := f.(*cli.DurationFlag); ok && durationTooLong(m[1]) {
+			return errcode.New(errcode.InvalidInput, "invalid value %q for flag --%s: longer than a duration can be", m[1], m[2]).
+				WithHint("%s", durationRange)
+		}
+		if h := valueForm(f); h != "" {
 			hint = h
 		}
 	}
@@ -373,6 +383,20 @@ func valueForm(f cli.Flag) string {
 	return ""
 }
 
+// durationRange says how long a duration can be: Go's durations are int64
+// nanoseconds.
+const durationRange = "a duration is at most 2562047h (about 292 years); give a shorter one, such as 8760h for a year"
+
+// durationSyntaxRE matches what time.ParseDuration reads, whatever its size.
+var durationSyntaxRE = regexp.MustCompile(`^[-+]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h))+$`)
+
+// durationTooLong reports whether s is written as a duration but does not
+// parse as one: it is too long (99999999h), not misspelt (7d).
+func durationTooLong(s string) bool {
+	_, err := time.ParseDuration(s)
+	return err != nil && durationSyntaxRE.MatchString(s)
+}
+
 // kindName names urfave/cli's kind of value ("int", "duration") for a person.
 func kindName(kind string) string {
 	switch kind {
@@ -387,7 +411,7 @@ func kindName(kind string) string {
 }
 
 // badValueRE finds the flag in urfave/cli's "invalid value" errors.
-var badValueRE = regexp.MustCompile(`^invalid value ".*" for flag -+([A-Za-z0-9][A-Za-z0-9_-]*):`)
+var badValueRE = regexp.MustCompile(`^invalid value "(.*)" for flag -+([A-Za-z0-9][A-Za-z0-9_-]*):`)
 
 // badEnvRE reads urfave/cli's error for an environment variable whose
 // value does not parse: the value, its kind, the variable, the flag.

@@ -207,6 +207,9 @@ func takeFlag(flags, others []cli.Flag, rest []string, i int, path string) (n in
 	if helpAsValue(rest, i, n) {
 		return n, true, nil
 	}
+	if err := decimalValue(lookupFlag(flags, a), a, rest[i+n-1], n); err != nil {
+		return 0, false, err
+	}
 	if v := rest[i+n-1]; n == 2 && strings.HasPrefix(v, "-") && (knownFlag(flags, v) || knownFlag(others, v)) {
 		shown := shownFlag(a)
 		return 0, false, errcode.New(errcode.InvalidInput, "flag %s is followed by the flag %s: is its value missing?", shown, v).
@@ -517,3 +520,37 @@ func usageMessage(err error) string {
 	}
 	return urfaveFlagRE.ReplaceAllString(msg, "$1--$2")
 }
+
+// decimalValue refuses a whole-number flag's value that is not written in
+// decimal: urfave/cli reads 0x10 as 16, 010 as 8 and 1_0 as 10
+// (strconv's base 0), so --keep-last 0x10 kept sixteen snapshots. arg is
+// the flag as given, value its value (the next argument when n is 2).
+func decimalValue(f cli.Flag, arg, value string, n int) error {
+	switch f.(type) {
+	case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag:
+	default:
+		return nil
+	}
+	if n == 1 {
+		_, v, ok := strings.Cut(arg, "=")
+		if !ok {
+			return nil
+		}
+		value = v
+	}
+	if decimalRE.MatchString(value) {
+		return nil
+	}
+	if _, err := strconv.ParseInt(value, 0, 64); err != nil {
+		if _, err := strconv.ParseUint(value, 0, 64); err != nil {
+			return nil // not a number in any base: urfave/cli says so
+		}
+	}
+	shown := shownFlag(arg)
+	return errcode.New(errcode.InvalidInput, "invalid value %q for flag %s: not a whole number in decimal", value, shown).
+		WithHint("give a whole number in decimal digits, without a leading 0 (octal) or a 0x, 0o or 0b prefix, such as %s 5", shown)
+}
+
+// decimalRE is a whole number as strconv reads it in base 10 and base 0
+// alike: no leading 0 (octal), no 0x, 0o or 0b prefix, no underscores.
+var decimalRE = regexp.MustCompile(`^[-+]?(?:0|[1-9][0-9]*)$`)

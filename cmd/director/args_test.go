@@ -572,6 +572,15 @@ func TestBadValueErrors(t *testing.T) {
 		{"", "", []string{"audit", "--limit", "x"}, `invalid value "x" for flag --limit`, "give a whole number"},
 		{"", "", []string{"store", "check", "--timeout", "5"}, `invalid value "5" for flag --timeout`, "a duration is a number with a unit"},
 		{"", "", []string{"profile", "prune", "work", "--keep-last", "0"}, "--keep-last must be at least 1: the newest snapshot is never pruned", "profile delete work --with-snapshots`"},
+		// urfave/cli reads whole numbers in base 0: 0x10 was 16, 010 was 8.
+		{"", "", []string{"profile", "prune", "work", "--keep-last", "0x10"}, `invalid value "0x10" for flag --keep-last: not a whole number in decimal`, "such as --keep-last 5"},
+		{"", "", []string{"profile", "prune", "work", "--keep-last=010"}, `invalid value "010" for flag --keep-last: not a whole number in decimal`, "without a leading 0 (octal)"},
+		{"", "", []string{"profile", "prune", "work", "--keep-last", "1_0"}, `invalid value "1_0" for flag --keep-last`, "decimal digits"},
+		{"", "", []string{"audit", "--limit", "0b11"}, `invalid value "0b11" for flag --limit`, "such as --limit 5"},
+		{"", "", []string{"run", wf, "--keep", "0o7"}, `invalid value "0o7" for flag --keep`, "such as --keep 5"},
+		// A duration too long for Go's is not a day-unit problem.
+		{"", "", []string{"profile", "prune", "work", "--keep-last", "1", "--keep-within", "99999999h"}, `invalid value "99999999h" for flag --keep-within: longer than a duration can be`, "at most 2562047h"},
+		{"DIRECTOR_STORE_CALL_TIMEOUT", "99999999h", []string{"profile", "list"}, `invalid DIRECTOR_STORE_CALL_TIMEOUT: "99999999h" is longer than a duration can be`, "at most 2562047h (about 292 years); give a shorter one, such as 8760h for a year (DIRECTOR_STORE_CALL_TIMEOUT sets --store-call-timeout)"},
 	} {
 		t.Run(strings.Join(append([]string{tt.env}, tt.args...), " "), func(t *testing.T) {
 			if tt.env != "" {
