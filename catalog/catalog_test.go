@@ -263,7 +263,7 @@ func TestSnapshotQueries(t *testing.T) {
 		t.Errorf("LatestSnapshot(nobody) = %v (hint %q)", err, errcode.HintOf(err))
 	}
 	_, err = db.GetSnapshot(ctx, testStore, "zzz")
-	if errcode.Of(err) != errcode.SnapshotNotFound || !strings.Contains(errcode.HintOf(err), "director profile snapshots NAME") {
+	if errcode.Of(err) != errcode.SnapshotNotFound || !strings.Contains(errcode.HintOf(err), "director profile snapshots <profile>") {
 		t.Errorf("GetSnapshot(missing) = %v (hint %q)", err, errcode.HintOf(err))
 	}
 

@@ -190,7 +190,7 @@ func (db *DB) GetSnapshot(ctx context.Context, store, id string) (Snapshot, erro
 		`SELECT `+snapshotCols+` FROM snapshots WHERE store = ? AND id = ?`, store, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, errcode.New(errcode.SnapshotNotFound, "no snapshot %q of store %s in the catalog", id, store).
-			WithHint("list the snapshots with: `director profile snapshots NAME` (or run `director catalog rebuild` if the store has it); a snapshot of another store needs that --store")
+			WithHint("list the snapshots with: `director profile snapshots <profile>` (or run `director catalog rebuild` if the store has it); a snapshot of another store needs that --store")
 	}
 	if err != nil {
 		return s, queryErr(err, "cannot read snapshot "+id)
@@ -248,7 +248,7 @@ func (db *DB) DeleteSnapshot(ctx context.Context, store, id string) error {
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return errcode.New(errcode.SnapshotNotFound, "no snapshot %q of store %s in the catalog", id, store).
-			WithHint("list the snapshots with: `director profile snapshots NAME`")
+			WithHint("list the snapshots with: `director profile snapshots <profile>`")
 	}
 	return nil
 }

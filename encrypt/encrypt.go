@@ -417,15 +417,28 @@ func (s *srcReader) classify(err error, header bool) error {
 	case errors.As(err, &nomatch):
 		return errcode.Hinted(err, errcode.DecryptFailed, identityHint, "the snapshot was encrypted to another key")
 	case header:
-		return errcode.Hinted(err, errcode.DecryptFailed,
-			"the snapshot's encryption header is damaged or it is not an age file; restore another snapshot (`director profile snapshots NAME`)",
+		return errcode.Hinted(damaged{err}, errcode.DecryptFailed,
+			"the snapshot's encryption header is damaged or it is not an age file; restore another snapshot (`director profile snapshots <profile>`)",
 			"cannot decrypt the snapshot")
 	default:
-		return errcode.Hinted(err, errcode.DecryptFailed,
-			"the encrypted snapshot was modified or truncated in the store; restore another snapshot (`director profile snapshots NAME`)",
+		return errcode.Hinted(damaged{err}, errcode.DecryptFailed,
+			"the encrypted snapshot was modified or truncated; restore another snapshot (`director profile snapshots <profile>`)",
 			"the encrypted snapshot is damaged")
 	}
 }
+
+// ErrDamaged is in the chain of a decryption error that is the
+// ciphertext's fault (a damaged header, a chunk that fails to
+// authenticate, a truncation), not the key's: a caller that knows where
+// the ciphertext came from (a local file) can say so.
+var ErrDamaged = errors.New("the encrypted data is damaged")
+
+// damaged is age's error, marked ErrDamaged.
+type damaged struct{ err error }
+
+func (d damaged) Error() string        { return d.err.Error() }
+func (d damaged) Unwrap() error        { return d.err }
+func (d damaged) Is(target error) bool { return target == ErrDamaged }
 
 // plainReader codes every error of age's STREAM reader.
 type plainReader struct {

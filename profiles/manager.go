@@ -622,7 +622,8 @@ type DeleteOptions struct {
 // snapshot it first is given only when a snapshot can run. A profile with
 // neither a directory nor (with WithSnapshots) anything in the store is
 // profile_not_found.
-func (m *Manager) Delete(ctx context.Context, name string, o DeleteOptions) (*DeleteResult, error) {
+func (m *Manager) Delete(ctx context.Context, name string, o DeleteOptions) (_ *DeleteResult, err error) {
+	defer func() { err = namedHint(err, name) }()
 	withSnapshots := o.WithSnapshots
 	if err := ValidateName(name); err != nil {
 		return nil, err
@@ -949,6 +950,17 @@ func (m *Manager) adoptAliases(ctx context.Context, store string) error {
 
 // Snapshots lists the catalog's snapshots of a profile ("" for all) in the
 // Manager's store, newest first.
+// namedHint puts the profile's name into err's hint where a package that
+// does not know it (snapshot, encrypt, catalog) wrote the placeholder
+// <profile>, so that the hint's command works when pasted.
+func namedHint(err error, name string) error {
+	h := errcode.HintOf(err)
+	if err == nil || ValidateName(name) != nil || !strings.Contains(h, "<profile>") {
+		return err
+	}
+	return &errcode.Error{Code: errcode.Of(err), Hint: strings.ReplaceAll(h, "<profile>", name), Err: err}
+}
+
 func (m *Manager) Snapshots(ctx context.Context, name string) ([]catalog.Snapshot, error) {
 	if name != "" {
 		if err := ValidateName(name); err != nil {
@@ -1084,7 +1096,8 @@ func strays(profile string, objs []storage.Object, rows []catalog.Snapshot, cuto
 // (see PruneResult.Strays) that kills left. Last, when the store is a
 // storage.Sweeper, it removes what snapshots of the profile killed midway
 // left there (temporary files, multipart uploads older than an hour).
-func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWithin time.Duration) (*PruneResult, error) {
+func (m *Manager) Prune(ctx context.Context, name string, keepLast int, keepWithin time.Duration) (_ *PruneResult, err error) {
+	defer func() { err = namedHint(err, name) }()
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}

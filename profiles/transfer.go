@@ -113,7 +113,8 @@ func (m *Manager) refuseEmptyStore(ctx context.Context, store, name string) erro
 // Snapshot archives a profile into the store and records it in the catalog.
 // The catalog row is inserted only after the archive and its manifest are
 // stored; a failure removes what was stored.
-func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) (*SnapshotResult, error) {
+func (m *Manager) Snapshot(ctx context.Context, name string, o SnapshotOptions) (_ *SnapshotResult, err error) {
+	defer func() { err = namedHint(err, name) }()
 	start := time.Now()
 	if snapshot.HasControl(o.Note) {
 		return nil, errcode.New(errcode.InvalidInput, "the note %q holds a control character (a newline, a tab, ESC…)", o.Note).
@@ -576,7 +577,8 @@ func openArchive(path string) (*os.File, error) {
 // machine lacks. Without a catalog (m.Catalog nil) it writes nothing: the
 // CLI asks it first on a home that has no catalog yet, so that a restore
 // bound to fail creates neither the home nor director.db.
-func (m *Manager) CheckRestore(ctx context.Context, name, ref string, o RestoreOptions) error {
+func (m *Manager) CheckRestore(ctx context.Context, name, ref string, o RestoreOptions) (err error) {
+	defer func() { err = namedHint(err, name) }()
 	if _, err := m.Exists(name); err != nil {
 		return err // a bad name, or not a directory where the profile would be
 	}
@@ -622,6 +624,7 @@ func (m *Manager) plaintextRefused(row catalog.Snapshot) error {
 // "latest" (also ""), or opts.Archive names a local archive file. The old
 // profile is untouched on every failure.
 func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOptions) (_ *RestoreResult, err error) {
+	defer func() { err = namedHint(err, name) }()
 	start := time.Now()
 	var unlisted error
 	defer func() { m.warnUnlisted(unlisted, err) }()
@@ -730,6 +733,9 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		var over *snapshot.UnpackedLimitError
 		if errors.As(err, &over) {
 			return overUnpacked(err, false) // refused by a setting, not damage
+		}
+		if o.Archive != "" {
+			return damagedFile(name, o.Archive, err)
 		}
 		if expectSHA == "" || hashChecked {
 			return err
@@ -1194,6 +1200,7 @@ type VerifyResult struct {
 // beside the archive must exist and describe the same archive: without it
 // catalog rebuild and other machines do not see the snapshot.
 func (m *Manager) Verify(ctx context.Context, name, ref string) (_ *VerifyResult, err error) {
+	defer func() { err = namedHint(err, name) }()
 	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
@@ -1305,6 +1312,23 @@ func damagedArchive(name string, row catalog.Snapshot, hr *hashingReader, cause 
 		return cause
 	}
 	return archiveMismatch(name, row, hr, cause)
+}
+
+// damagedFile is the error of restoring profile name from the local
+// archive file path, which failed with err: damage (a truncation, altered
+// bytes, of a plaintext or an encrypted archive) is snapshot_corrupt with
+// a hint naming the file. age's errors said decrypt_failed, "modified or
+// truncated in the store", though the file is local and the same damage in
+// a plaintext archive was snapshot_corrupt. A snapshot of a newer director
+// is not damage, nor is a key problem.
+func damagedFile(name, path string, err error) error {
+	var nf *snapshot.NewerFormatError
+	if errors.As(err, &nf) || !errors.Is(err, encrypt.ErrDamaged) && errcode.Of(err) != errcode.SnapshotCorrupt {
+		return err
+	}
+	return errcode.Hinted(err, errcode.SnapshotCorrupt,
+		fmt.Sprintf("the file %s is damaged or incomplete (a truncated or altered copy): copy it again from where it came from, or restore a snapshot from the store (`director profile snapshots %s`)", path, name),
+		"archive file %s", path)
 }
 
 // archiveMismatch is the error for a stored archive whose sha256 or size is

@@ -10,10 +10,10 @@ import (
 )
 
 const (
-	hintAltered        = "the archive was altered or is not a director snapshot; restore another snapshot with `director profile snapshots NAME`"
-	hintCorrupt        = "the archive is damaged or incomplete; restore another snapshot with `director profile snapshots NAME`"
-	hintUpgrade        = "this snapshot was written by another director version; upgrade director or restore another snapshot with `director profile snapshots NAME`"
-	hintNewer          = "upgrade director on this machine: every machine that restores or verifies from a shared store needs a director as new as the newest one that snapshots to it; an older snapshot still restores by its id (`director profile snapshots NAME`)"
+	hintAltered        = "the archive was altered or is not a director snapshot; restore another snapshot with `director profile snapshots <profile>`"
+	hintCorrupt        = "the archive is damaged or incomplete; restore another snapshot with `director profile snapshots <profile>`"
+	hintUpgrade        = "this snapshot was written by another director version; upgrade director or restore another snapshot with `director profile snapshots <profile>`"
+	hintNewer          = "upgrade director on this machine: every machine that restores or verifies from a shared store needs a director as new as the newest one that snapshots to it; an older snapshot still restores by its id (`director profile snapshots <profile>`)"
 	hintStoredManifest = "the manifest stored beside the archive does not belong to it; the archive itself may still restore (it carries its own manifest), else restore another snapshot"
 	hintBusy           = "close Chrome on this profile (a graceful close, so it flushes its files) and take the snapshot again"
 )

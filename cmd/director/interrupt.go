@@ -67,7 +67,7 @@ func allowAnotherInterrupt(ctx context.Context) {
 // before the command has cleaned up.
 var errQuitAtOnce = errcode.New(errcode.Interrupted, "interrupted again: quit without waiting for the command to clean up").
 	WithHint("what a command stopped midway leaves is removed later: a partial restore or upload by the next command on that profile, " +
-		"archives without a manifest and S3 uploads by `director profile prune NAME --keep-last N` once they are an hour old")
+		"archives without a manifest and S3 uploads by `director profile prune <profile> --keep-last <n>` once they are an hour old")
 
 // outputs serialises the command's writes to stdout and stderr with the
 // process's exit, so that a quit at once never prints beside (or after) the

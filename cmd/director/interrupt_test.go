@@ -167,7 +167,7 @@ func TestSecondInterruptQuitsAtOnce(t *testing.T) {
 				t.Errorf("exit %d, want 1: %s", code, p.output())
 			}
 			// Its command names the home and store that were stopped on.
-			prune := "`director --home " + shellquote.Quote(home) + " --store " + shellquote.Quote(store) + " profile prune NAME --keep-last N`"
+			prune := "`director --home " + shellquote.Quote(home) + " --store " + shellquote.Quote(store) + " profile prune <profile> --keep-last <n>`"
 			if out := p.output(); strings.Contains(out, "secret-key") {
 				t.Errorf("output shows the key: %q", out)
 			}

@@ -388,7 +388,7 @@ func profileCommands() []*cli.Command {
 								name, m.Store, g.hints.hint(m.FirstSnapshotHint(name)), g.hints.hint("`director catalog rebuild`"))
 						} else {
 							fmt.Fprintf(w, "no snapshots in the catalog for %s: %s makes one; snapshots another machine stored there are listed after %s\n",
-								m.Store, g.hints.command("profile snapshot NAME"), g.hints.hint("`director catalog rebuild`"))
+								m.Store, g.hints.command("profile snapshot <profile>"), g.hints.hint("`director catalog rebuild`"))
 						}
 						return
 					}
@@ -547,7 +547,7 @@ func humanBytes(n int64) string {
 // that holds a login no snapshot has, with ages as of now.
 func writeProfiles(w io.Writer, list []profiles.Info, now time.Time, inv invocation) {
 	if len(list) == 0 {
-		fmt.Fprintln(w, "no profiles yet: "+inv.command("profile create NAME"))
+		fmt.Fprintln(w, "no profiles yet: "+inv.command("profile create <profile>"))
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
