@@ -652,3 +652,36 @@ func TestCreateKeepsOwnerBitsOnly(t *testing.T) {
 		t.Errorf("Verify: %v", err)
 	}
 }
+
+// TestCountEntries: the entry count checked before a big manifest is
+// decoded counts the objects of its top-level "files" array (any case of
+// the key, as the decoder reads it), nothing nested elsewhere, and stops
+// past the limit; a small manifest is left to the decoder.
+func TestCountEntries(t *testing.T) {
+	pad := strings.Repeat("p", 1<<20) // over the size worth counting
+	entries := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"path":"f%d","type":"file","x":{"y":[{},{}]}}`, i)
+		}
+		return b.String()
+	}
+	for _, c := range []struct {
+		name, json  string
+		limit, want int
+	}{
+		{"small", `{"files":[` + entries(10) + `]}`, 5, 0},
+		{"counted", `{"note":"` + pad + `","files":[` + entries(10) + `]}`, 100, 10},
+		{"key in another case", `{"note":"` + pad + `","FiLeS":[` + entries(7) + `]}`, 100, 7},
+		{"nested files not counted", `{"note":"` + pad + `","x":{"files":[{},{},{}]},"files":[` + entries(2) + `]}`, 100, 2},
+		{"stops past the limit", `{"note":"` + pad + `","files":[` + entries(1000) + `]}`, 5, 6},
+		{"not JSON", pad, 5, 0},
+	} {
+		if got := countEntries([]byte(c.json), c.limit); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -370,9 +370,16 @@ func (a *archiveReader) readManifest(tr *tar.Reader, opts ExtractOptions) (*Mani
 	if hdr.Size > opts.MaxManifestBytes {
 		return nil, unsafeArchive("the manifest is %d bytes, over the %d-byte limit", hdr.Size, opts.MaxManifestBytes)
 	}
-	b, err := io.ReadAll(tr)
-	if err != nil {
+	// Its size is known and bounded: one buffer of it, not ReadAll's
+	// doublings (128 MiB for a 64 MiB manifest).
+	b := make([]byte, hdr.Size)
+	if _, err := io.ReadFull(tr, b); err != nil {
 		return nil, a.classify(err, "reading the manifest")
+	}
+	// Counted before the manifest is decoded: 64 MiB of JSON listing a
+	// million entries took 380 MB to decode only to be refused.
+	if n := countEntries(b, opts.MaxFiles); n > opts.MaxFiles {
+		return nil, unsafeArchive("the manifest lists more than %d entries, the limit", opts.MaxFiles)
 	}
 	m, err := ParseManifest(b)
 	if err != nil {

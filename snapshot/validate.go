@@ -51,6 +51,56 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	return &m, nil
 }
 
+// countEntries counts the objects in the top-level "files" array of the
+// manifest b (its key matched as encoding/json matches it, ignoring case),
+// streaming its tokens, and stops once it passes limit: a bound checked
+// before decoding builds every entry. JSON it cannot read counts 0, for
+// ParseManifest to report.
+func countEntries(b []byte, limit int) int {
+	if len(b) < 1<<20 {
+		return 0 // a small manifest holds too few entries to matter
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	depth, n := 0, 0
+	inFiles, wantValue := false, false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return n
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				if depth == 2 && inFiles && t == '{' {
+					if n++; n > limit {
+						return n
+					}
+				}
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 1 {
+					inFiles = false
+				}
+			}
+			wantValue = false
+		case string:
+			if depth == 1 && !wantValue {
+				// A key of the top-level object; its value follows.
+				inFiles, wantValue = strings.EqualFold(t, "files"), true
+				continue
+			}
+			wantValue = false
+		default:
+			wantValue = false
+		}
+		if depth == 1 && !wantValue {
+			inFiles = false
+		}
+	}
+}
+
 // decodeStrict decodes b, one JSON object naming no field v lacks, into v;
 // what names it in errors.
 func decodeStrict(b []byte, v any, what string) error {
