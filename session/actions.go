@@ -206,7 +206,7 @@ func (s *Session) run(ctx context.Context, t *tab, a Action) (Result, error) {
 	}
 	err = stepMistake(a, err)
 	if err != nil && t != nil && a.Type != ActLoginCheck {
-		err = s.explainFailure(ctx, t, err)
+		err = s.explainFailure(ctx, t, a, err)
 	}
 	if t != nil {
 		res.URL = s.urlOf(t)
@@ -474,7 +474,7 @@ func (s *Session) afterPageChange(ctx context.Context, t *tab, err error) error 
 // (Options.LoginWallSelector), explains the failure better than the
 // missing element does. Either pauses the session with human_required,
 // which carries err as its cause.
-func (s *Session) explainFailure(ctx context.Context, t *tab, err error) error {
+func (s *Session) explainFailure(ctx context.Context, t *tab, a Action, err error) error {
 	switch errcode.Of(err) {
 	case errcode.ElementNotFound, errcode.Timeout, errcode.ElementStale:
 	default:
@@ -493,6 +493,11 @@ func (s *Session) explainFailure(ctx context.Context, t *tab, err error) error {
 		s.pause()
 		return errcode.Hinted(err, errcode.HumanRequired, "log in again in a headed browser on this profile",
 			"%s shows the login wall (%s), so the profile is logged out; what the step itself saw", Host(s.urlOf(t)), s.o.LoginWallSelector)
+	}
+	if a.Type == ActNavigate || a.Type == ActOpenTab {
+		return err // a load that failed says why itself
+	}
+	switch found {
 	case "error":
 		// The step waited on a page that never loaded: say so, not only
 		// that the element did not come.
