@@ -266,6 +266,9 @@ func newAppHome(stdout, stderr io.Writer, home string) *cli.App {
 			if err := refuseEmpty(c, c.App.Flags); err != nil {
 				return err
 			}
+			if err := refuseTilde(c, c.App.Flags); err != nil && !needsNoHome(c.Args().Slice()) {
+				return err
+			}
 			g.Home = c.String("home")
 			g.Store = c.String("store")
 			g.JSON = c.Bool("json")

@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -55,6 +57,53 @@ func refuseEmpty(c *cli.Context, flags []cli.Flag) error {
 		}
 		return errcode.New(errcode.InvalidInput, "--%s is empty", f.Name).
 			WithHint("give --%s a value, or leave it out for its default (%s set to \"\" counts as unset)", f.Name, f.EnvVars[0])
+	}
+	return nil
+}
+
+// refuseTilde fails with invalid_input when a path setting starts with a
+// "~" that no shell expanded: an env file, a crontab or systemd's
+// Environment= leave DIRECTOR_HOME=~/x as it is, and it named a directory
+// "~" under the working directory (and an identity file there).
+func refuseTilde(c *cli.Context, flags []cli.Flag) error {
+	for _, fl := range flags {
+		f, ok := fl.(*settingFlag)
+		if !ok || !c.IsSet(f.Name) {
+			continue
+		}
+		v := c.String(f.Name)
+		var paths []string
+		switch f.Name {
+		case "home", "age-identity", "chrome":
+			paths = []string{v}
+		case "store":
+			if p, ok := strings.CutPrefix(v, "file://"); ok {
+				paths = []string{p}
+			}
+		case "age-recipients":
+			paths = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+		}
+		for _, p := range paths {
+			if !strings.HasPrefix(p, "~") {
+				continue
+			}
+			source := "--" + f.Name
+			if len(f.EnvVars) > 0 && os.Getenv(f.EnvVars[0]) == v {
+				source = f.EnvVars[0]
+			}
+			hint := "write the full path"
+			if rest, ok := strings.CutPrefix(p, "~/"); ok {
+				if home, err := os.UserHomeDir(); err == nil {
+					full := filepath.Join(home, rest)
+					if f.Name == "store" {
+						full = "file://" + full
+					}
+					hint += ", such as " + full
+				}
+			}
+			return errcode.New(errcode.InvalidInput, "%s holds %q, whose ~ no shell expanded (an env file, a crontab line or a quoted value keep it as it is)", source, p).
+				WithHint("%s", hint)
+		}
 	}
 	return nil
 }

@@ -180,3 +180,44 @@ func TestNoHomeAnywhere(t *testing.T) {
 		t.Errorf("commands with no home wrote into the working directory: %v", left)
 	}
 }
+
+// TestTildeNoShellExpanded: a path setting starting with a "~" that no
+// shell expanded (an env file, a crontab) is refused, naming the setting
+// and the full path to write, and nothing is made; before, it named a
+// directory "~" under the working directory. version still works.
+func TestTildeNoShellExpanded(t *testing.T) {
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	home, _ := os.UserHomeDir()
+	for _, c := range []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		source   string
+		fullPath string
+	}{
+		{"DIRECTOR_HOME", map[string]string{"DIRECTOR_HOME": "~/dir"}, []string{"profile", "list"}, "DIRECTOR_HOME", filepath.Join(home, "dir")},
+		{"--home=~", nil, []string{"--home=~/dir", "profile", "list"}, "--home", filepath.Join(home, "dir")},
+		{"DIRECTOR_AGE_IDENTITY", map[string]string{"DIRECTOR_AGE_IDENTITY": "~/.config/k.txt"}, []string{"--home", filepath.Join(cwd, "h"), "profile", "list"}, "DIRECTOR_AGE_IDENTITY", filepath.Join(home, ".config/k.txt")},
+		{"file://~ store", map[string]string{"DIRECTOR_STORE": "file://~/snaps"}, []string{"--home", filepath.Join(cwd, "h"), "profile", "list"}, "DIRECTOR_STORE", "file://" + filepath.Join(home, "snaps")},
+		{"recipients file", nil, []string{"--home", filepath.Join(cwd, "h"), "--age-recipients", "~/r.txt", "profile", "list"}, "--age-recipients", filepath.Join(home, "r.txt")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			code, out, _ := runDirector(t, append([]string{"--json"}, c.args...)...)
+			e, _ := decodeJSON(t, out)["error"].(map[string]any)
+			if code != errcode.ExitUsage || e["code"] != "invalid_input" || !strings.HasPrefix(e["message"].(string), c.source+" holds") ||
+				!strings.Contains(e["hint"].(string), c.fullPath) {
+				t.Fatalf("exit %d: %s; want invalid_input from %s naming %s", code, out, c.source, c.fullPath)
+			}
+			if entries, _ := os.ReadDir(cwd); len(entries) != 0 {
+				t.Fatalf("the refused command made %v in the working directory", entries)
+			}
+			if code, _, errOut := runDirector(t, append(c.args[:len(c.args)-2:len(c.args)-2], "version")...); code != 0 {
+				t.Fatalf("version with the same settings: exit %d %s", code, errOut)
+			}
+		})
+	}
+}
