@@ -99,6 +99,11 @@ func runWorkflow(c *cli.Context) error {
 	if vf != nil {
 		vars = vf.vars()
 	}
+	if v := os.Getenv("DIRECTOR_AUDIT_KEEP"); v != "" && !decimalRE.MatchString(v) && fromEnv(c.Int("keep"), v) {
+		// urfave/cli reads it in base 0, as it did the flag (decimalValue).
+		return errcode.New(errcode.InvalidInput, "DIRECTOR_AUDIT_KEEP=%q is not a whole number in decimal", v).
+			WithHint("set DIRECTOR_AUDIT_KEEP to decimal digits without a leading 0, 0x, 0o or 0b, such as 10000")
+	}
 	if c.Int("keep") < 0 {
 		return errcode.New(errcode.InvalidInput, "--keep %d: the number of audit events to keep cannot be negative", c.Int("keep")).
 			WithHint("pass 0 to keep every event, or a positive N")
@@ -479,4 +484,12 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// fromEnv says whether n, an int flag's value, is what urfave/cli read from
+// its variable's value v (in base 0): a flag on the command line wins over
+// the variable, and then v does not matter.
+func fromEnv(n int, v string) bool {
+	got, err := strconv.ParseInt(v, 0, 64)
+	return err == nil && int(got) == n
 }
