@@ -545,6 +545,13 @@ type listRequest struct {
 
 const listPage = 1000
 
+// maxListPageBytes bounds one listing page's JSON; maxListDepth the folders
+// a listing walks below the one it starts in.
+const (
+	maxListPageBytes = 16 << 20
+	maxListDepth     = 32
+)
+
 // listOverlap is how many entries of the page before a list call asks for
 // again: the one it ended with proves that no entry was skipped between the
 // two pages (see List).
@@ -575,8 +582,13 @@ func (s *supabaseStore) List(ctx context.Context, prefix string) ([]Object, erro
 		folder, search = full[:i], full[i+1:]
 	}
 	objs := []Object{}
-	var walk func(folder, search string) error
-	walk = func(folder, search string) error {
+	var walk func(folder, search string, depth int) error
+	walk = func(folder, search string, depth int) error {
+		if depth > maxListDepth {
+			// Director's keys nest two folders under the prefix: a server
+			// that keeps answering with deeper ones would be walked forever.
+			return fail(s, what, ProblemServer, false, "the server lists folders no director snapshot makes; check the store URL and the Supabase project", fmt.Errorf("the listing nests folders more than %d deep under %q", maxListDepth, prefix))
+		}
 		// seen holds the entries of this folder already taken, by name and
 		// kind: a folder and an object may share a name.
 		seen := map[string]bool{}
@@ -601,7 +613,9 @@ func (s *supabaseStore) List(ctx context.Context, prefix string) ([]Object, erro
 				}
 				defer resp.Body.Close()
 				page = nil
-				if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+				// A page of listPage entries is some hundred KB: a bound
+				// keeps a broken or hostile server from growing memory.
+				if err := json.NewDecoder(io.LimitReader(resp.Body, maxListPageBytes)).Decode(&page); err != nil {
 					return s.classify(ctx, what, fmt.Errorf("decoding the listing: %w", err))
 				}
 				return nil
@@ -632,7 +646,7 @@ func (s *supabaseStore) List(ctx context.Context, prefix string) ([]Object, erro
 				}
 				if f.Id == "" { // a folder
 					if strings.HasPrefix(p+"/", full) || strings.HasPrefix(full, p+"/") {
-						if err := walk(p, ""); err != nil {
+						if err := walk(p, "", depth+1); err != nil {
 							return err
 						}
 					}
@@ -655,7 +669,7 @@ func (s *supabaseStore) List(ctx context.Context, prefix string) ([]Object, erro
 			offset += len(page) - listOverlap
 		}
 	}
-	if err := walk(folder, search); err != nil {
+	if err := walk(folder, search, 0); err != nil {
 		return nil, err
 	}
 	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })

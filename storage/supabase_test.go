@@ -8,10 +8,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"director/errcode"
 )
@@ -465,5 +468,60 @@ func TestSupabaseListThatDoesNotAdvance(t *testing.T) {
 	_, err := s.List(context.Background(), "work/")
 	if errcode.Of(err) != errcode.StorageUnavailable || !strings.Contains(err.Error(), "does not advance") {
 		t.Fatalf("List = %v, want storage_unavailable: does not advance", err)
+	}
+}
+
+// TestSupabaseListBounds: a listing walks at most maxListDepth folders
+// below where it starts, and reads at most maxListPageBytes of one page's
+// JSON, so that a broken or hostile server can neither keep it walking nor
+// grow its memory; within the depth it lists what is there.
+func TestSupabaseListBounds(t *testing.T) {
+	d := newSupabaseDouble(t)
+	deep := func(levels int) string {
+		return "work/" + strings.Repeat("a/", levels) + "x"
+	}
+	d.seed(DefaultSupabaseBucket, "work", 1)
+	d.mu.Lock()
+	for _, key := range []string{deep(maxListDepth - 2), deep(maxListDepth + 5)} {
+		d.seq++
+		d.objects[DefaultSupabaseBucket][key] = &supaObject{file: filepath.Join(d.dir, "seed"), size: 1, modified: time.Now().UTC(), id: fmt.Sprintf("00000000-0000-4000-8000-%012d", d.seq)}
+	}
+	d.mu.Unlock()
+	s := mustOpen(t, "supabase://", d.opts())
+	_, err := s.List(context.Background(), "work/")
+	if errcode.Of(err) != errcode.StorageUnavailable || !strings.Contains(err.Error(), fmt.Sprintf("nests folders more than %d deep", maxListDepth)) {
+		t.Fatalf("List of a folder nested %d deep = %v, want the depth refused", maxListDepth+5, err)
+	}
+	d.mu.Lock()
+	delete(d.objects[DefaultSupabaseBucket], deep(maxListDepth+5))
+	d.mu.Unlock()
+	objs, err := s.List(context.Background(), "work/")
+	if err != nil || len(objs) != 2 {
+		t.Fatalf("List within the depth = %v, %v; want 2 objects", objs, err)
+	}
+
+	// A page larger than the bound: a server streaming an endless array.
+	huge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.Contains(r.URL.Path, "/object/list/") {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"id":"director-snapshots","name":"director-snapshots","public":false}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `[`)
+		entry := `{"name":"` + strings.Repeat("n", 1000) + `","id":null},`
+		for range maxListPageBytes/len(entry) + 10 {
+			if _, err := fmt.Fprint(w, entry); err != nil {
+				return
+			}
+		}
+		fmt.Fprint(w, `{"name":"end","id":null}]`)
+	}))
+	defer huge.Close()
+	o := d.opts()
+	o.SupabaseURL = huge.URL
+	_, err = mustOpen(t, "supabase://", o).List(context.Background(), "work/")
+	if errcode.Of(err) != errcode.StorageUnavailable || !strings.Contains(err.Error(), "decoding the listing") {
+		t.Fatalf("List of a page over %d bytes = %v, want it refused", maxListPageBytes, err)
 	}
 }
