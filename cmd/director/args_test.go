@@ -578,7 +578,8 @@ func TestBadValueErrors(t *testing.T) {
 		{"", "", []string{"profile", "prune", "work", "--keep-last", "1_0"}, `invalid value "1_0" for flag --keep-last`, "decimal digits"},
 		{"", "", []string{"audit", "--limit", "0b11"}, `invalid value "0b11" for flag --limit`, "such as --limit 5"},
 		{"", "", []string{"run", wf, "--keep", "0o7"}, `invalid value "0o7" for flag --keep`, "such as --keep 5"},
-		{"DIRECTOR_AUDIT_KEEP", "0x10", []string{"run", wf}, `DIRECTOR_AUDIT_KEEP="0x10" is not a whole number in decimal`, "such as 10000"},
+		// Read in base 10 (it was base 0: 0x10 was 16); --keep wins over it.
+		{"DIRECTOR_AUDIT_KEEP", "0x10", []string{"run", wf}, `invalid DIRECTOR_AUDIT_KEEP: "0x10" is not a whole number`, "DIRECTOR_AUDIT_KEEP sets --keep"},
 		// A duration too long for Go's is not a day-unit problem.
 		{"", "", []string{"profile", "prune", "work", "--keep-last", "1", "--keep-within", "99999999h"}, `invalid value "99999999h" for flag --keep-within: longer than a duration can be`, "at most 2562047h"},
 		{"DIRECTOR_STORE_CALL_TIMEOUT", "99999999h", []string{"profile", "list"}, `invalid DIRECTOR_STORE_CALL_TIMEOUT: "99999999h" is longer than a duration can be`, "at most 2562047h (about 292 years); give a shorter one, such as 8760h for a year (DIRECTOR_STORE_CALL_TIMEOUT sets --store-call-timeout)"},

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"filippo.io/age"
 	"github.com/urfave/cli/v2"
@@ -64,11 +65,21 @@ func recipientsIf(on bool) keyUse {
 // identity file, there but unusable, was passed over.
 func loadKeys(c *cli.Context, use keyUse) (rs []age.Recipient, ids []age.Identity, unusedDefault, err error) {
 	if s := c.String("age-recipients"); use&useRecipients != 0 && s != "" {
+		for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' }) {
+			if err := tildeErr(keySource(c, "age-recipients", encrypt.EnvRecipients), f, ""); err != nil {
+				return nil, nil, nil, err
+			}
+		}
 		if rs, err = encrypt.ParseRecipients(s); err != nil {
 			return nil, nil, nil, err
 		}
 	}
 	if path, isDefault := identityPath(c); use&useIdentity != 0 && path != "" {
+		if !isDefault {
+			if err := tildeErr(keySource(c, "age-identity", encrypt.EnvIdentity), path, ""); err != nil {
+				return nil, nil, nil, err
+			}
+		}
 		ids, err = loadIdentity(path, isDefault)
 		if err != nil && isDefault {
 			// Nobody asked for this file: it only stands in for an unset
@@ -271,4 +282,13 @@ func keyRecipient(c *cli.Context) error {
 		}
 	})
 	return nil
+}
+
+// keySource names where the key setting flag came from: the variable env
+// when it holds the flag's value, else --flag.
+func keySource(c *cli.Context, flag, env string) string {
+	if v := c.String(flag); v != "" && os.Getenv(env) == v {
+		return env
+	}
+	return "--" + flag
 }

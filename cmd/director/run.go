@@ -77,7 +77,7 @@ func runCommands() []*cli.Command {
 				DefaultText: "the workflow's browser.headless, headless when it has none"},
 			&cli.BoolFlag{Name: "headed", Usage: "show the Chrome window (needs a display), whatever the workflow's browser.headless says",
 				DefaultText: "the workflow's browser.headless, headless when it has none"},
-			&cli.IntFlag{Name: "keep", EnvVars: []string{"DIRECTOR_AUDIT_KEEP"}, Value: catalog.DefaultKeepEvents, Usage: "keep at most `N` audit events after the run (0 keeps all)"},
+			&cli.IntFlag{Name: "keep", EnvVars: []string{"DIRECTOR_AUDIT_KEEP"}, Base: 10, Value: catalog.DefaultKeepEvents, Usage: "keep at most `N` audit events after the run (0 keeps all)"},
 			&cli.BoolFlag{Name: "force", Usage: "restore a snapshot written by a newer Chrome than the local one (Chrome may reset parts of a profile it sees as downgraded), or a pinned one older than a login the profile holds that no snapshot has"},
 		},
 		Action: runWorkflow,
@@ -98,11 +98,6 @@ func runWorkflow(c *cli.Context) error {
 	vars := map[string]string{}
 	if vf != nil {
 		vars = vf.vars()
-	}
-	if v := os.Getenv("DIRECTOR_AUDIT_KEEP"); v != "" && !decimalRE.MatchString(v) && fromEnv(c.Int("keep"), v) {
-		// urfave/cli reads it in base 0, as it did the flag (decimalValue).
-		return errcode.New(errcode.InvalidInput, "DIRECTOR_AUDIT_KEEP=%q is not a whole number in decimal", v).
-			WithHint("set DIRECTOR_AUDIT_KEEP to decimal digits without a leading 0, 0x, 0o or 0b, such as 10000")
 	}
 	if c.Int("keep") < 0 {
 		return errcode.New(errcode.InvalidInput, "--keep %d: the number of audit events to keep cannot be negative", c.Int("keep")).
@@ -484,12 +479,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// fromEnv says whether n, an int flag's value, is what urfave/cli read from
-// its variable's value v (in base 0): a flag on the command line wins over
-// the variable, and then v does not matter.
-func fromEnv(n int, v string) bool {
-	got, err := strconv.ParseInt(v, 0, 64)
-	return err == nil && int(got) == n
 }

@@ -61,10 +61,12 @@ func refuseEmpty(c *cli.Context, flags []cli.Flag) error {
 	return nil
 }
 
-// refuseTilde fails with invalid_input when a path setting starts with a
-// "~" that no shell expanded: an env file, a crontab or systemd's
-// Environment= leave DIRECTOR_HOME=~/x as it is, and it named a directory
-// "~" under the working directory (and an identity file there).
+// refuseTilde fails with invalid_input when --home or a file:// --store
+// starts with a "~" that no shell expanded: an env file, a crontab or
+// systemd's Environment= leave DIRECTOR_HOME=~/x as it is, and it named a
+// directory "~" under the working directory. The key settings are checked
+// where a command loads them (loadKeys), so that a command that uses no
+// key works whatever they hold.
 func refuseTilde(c *cli.Context, flags []cli.Flag) error {
 	for _, fl := range flags {
 		f, ok := fl.(*settingFlag)
@@ -72,38 +74,44 @@ func refuseTilde(c *cli.Context, flags []cli.Flag) error {
 			continue
 		}
 		v := c.String(f.Name)
-		var paths []string
 		switch f.Name {
-		case "home", "age-identity", "chrome":
-			paths = []string{v}
+		case "home":
+			if err := tildeErr(settingSource(f, v), v, ""); err != nil {
+				return err
+			}
 		case "store":
 			if p, ok := strings.CutPrefix(v, "file://"); ok {
-				paths = []string{p}
-			}
-		case "age-recipients":
-			paths = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
-		}
-		for _, p := range paths {
-			if !strings.HasPrefix(p, "~") {
-				continue
-			}
-			source := "--" + f.Name
-			if len(f.EnvVars) > 0 && os.Getenv(f.EnvVars[0]) == v {
-				source = f.EnvVars[0]
-			}
-			hint := "write the full path"
-			if rest, ok := strings.CutPrefix(p, "~/"); ok {
-				if home, err := os.UserHomeDir(); err == nil {
-					full := filepath.Join(home, rest)
-					if f.Name == "store" {
-						full = "file://" + full
-					}
-					hint += ", such as " + full
+				if err := tildeErr(settingSource(f, v), p, "file://"); err != nil {
+					return err
 				}
 			}
-			return errcode.New(errcode.InvalidInput, "%s holds %q, whose ~ no shell expanded (an env file, a crontab line or a quoted value keep it as it is)", source, p).
-				WithHint("%s", hint)
 		}
 	}
 	return nil
+}
+
+// settingSource names where a setting's value v came from: its variable
+// when that holds v, else the flag.
+func settingSource(f *settingFlag, v string) string {
+	if len(f.EnvVars) > 0 && os.Getenv(f.EnvVars[0]) == v {
+		return f.EnvVars[0]
+	}
+	return "--" + f.Name
+}
+
+// tildeErr is the invalid_input of a path p, given by source, that starts
+// with a "~" no shell expanded; nil for any other path. scheme goes before
+// the full path the hint suggests (file:// for a store).
+func tildeErr(source, p, scheme string) error {
+	if !strings.HasPrefix(p, "~") {
+		return nil
+	}
+	hint := "write the full path"
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			hint += ", such as " + scheme + filepath.Join(home, rest)
+		}
+	}
+	return errcode.New(errcode.InvalidInput, "%s holds %q, whose ~ no shell expanded (an env file, a crontab line or a quoted value keep it as it is)", source, p).
+		WithHint("%s", hint)
 }

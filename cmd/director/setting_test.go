@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -188,6 +189,7 @@ func TestNoHomeAnywhere(t *testing.T) {
 func TestTildeNoShellExpanded(t *testing.T) {
 	cwd := t.TempDir()
 	t.Chdir(cwd)
+	other := withProfile(t) // a home with profile work, outside cwd (it sets HOME)
 	home, _ := os.UserHomeDir()
 	for _, c := range []struct {
 		name     string
@@ -198,9 +200,9 @@ func TestTildeNoShellExpanded(t *testing.T) {
 	}{
 		{"DIRECTOR_HOME", map[string]string{"DIRECTOR_HOME": "~/dir"}, []string{"profile", "list"}, "DIRECTOR_HOME", filepath.Join(home, "dir")},
 		{"--home=~", nil, []string{"--home=~/dir", "profile", "list"}, "--home", filepath.Join(home, "dir")},
-		{"DIRECTOR_AGE_IDENTITY", map[string]string{"DIRECTOR_AGE_IDENTITY": "~/.config/k.txt"}, []string{"--home", filepath.Join(cwd, "h"), "profile", "list"}, "DIRECTOR_AGE_IDENTITY", filepath.Join(home, ".config/k.txt")},
-		{"file://~ store", map[string]string{"DIRECTOR_STORE": "file://~/snaps"}, []string{"--home", filepath.Join(cwd, "h"), "profile", "list"}, "DIRECTOR_STORE", "file://" + filepath.Join(home, "snaps")},
-		{"recipients file", nil, []string{"--home", filepath.Join(cwd, "h"), "--age-recipients", "~/r.txt", "profile", "list"}, "--age-recipients", filepath.Join(home, "r.txt")},
+		{"DIRECTOR_AGE_IDENTITY", map[string]string{"DIRECTOR_AGE_IDENTITY": "~/.config/k.txt"}, []string{"--home", other, "profile", "restore", "work", "latest"}, "DIRECTOR_AGE_IDENTITY", filepath.Join(home, ".config/k.txt")},
+		{"file://~ store", map[string]string{"DIRECTOR_STORE": "file://~/snaps"}, []string{"--home", other, "profile", "list"}, "DIRECTOR_STORE", "file://" + filepath.Join(home, "snaps")},
+		{"recipients file", nil, []string{"--home", other, "--age-recipients", "~/r.txt", "profile", "snapshot", "work"}, "--age-recipients", filepath.Join(home, "r.txt")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for k, v := range c.env {
@@ -215,9 +217,16 @@ func TestTildeNoShellExpanded(t *testing.T) {
 			if entries, _ := os.ReadDir(cwd); len(entries) != 0 {
 				t.Fatalf("the refused command made %v in the working directory", entries)
 			}
-			if code, _, errOut := runDirector(t, append(c.args[:len(c.args)-2:len(c.args)-2], "version")...); code != 0 {
+			if code, _, errOut := runDirector(t, append(slices.Clone(c.args[:slices.Index(c.args, "profile")]), "version")...); code != 0 {
 				t.Fatalf("version with the same settings: exit %d %s", code, errOut)
 			}
 		})
+	}
+	// A command uses only its own settings: profile list reads no key
+	// and launches no Chrome.
+	t.Setenv("DIRECTOR_AGE_IDENTITY", "~/k.txt")
+	t.Setenv("CHROME_PATH", "~/bin/chrome")
+	if code, out, errOut := runDirector(t, "--home", other, "profile", "list"); code != 0 {
+		t.Fatalf("profile list with key and Chrome settings it does not use: exit %d %s %s", code, out, errOut)
 	}
 }
