@@ -533,11 +533,10 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 			} else if errcode.Of(err) != errcode.SnapshotNotFound {
 				return nil, err
 			}
-			since, err := m.unsavedSince(ctx, in.Name)
-			if err != nil {
-				return nil, err
-			}
-			if !since.IsZero() {
+			// A listing only reads: it says what it cannot, and goes on.
+			if since, err := m.unsavedSince(ctx, in.Name); err != nil {
+				m.log().Warn("cannot tell whether the profile holds a login that no snapshot has", "profile", in.Name, "err", err)
+			} else if !since.IsZero() {
 				in.UnsavedSince = &since
 			}
 		}

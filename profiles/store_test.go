@@ -1345,8 +1345,16 @@ func TestUnsavedGuardFailsClosed(t *testing.T) {
 		sameTree(t, readTree(t, m.Dir("work")), want)
 	}
 
-	if _, err := m.Restore(ctx, "work", "latest", RestoreOptions{Force: true}); err != nil {
-		t.Fatalf("restore --force: %v", err)
+	// profile list only reads: it lists the profile, without the mark.
+	infos, err := m.List(ctx)
+	if err != nil || len(infos) != 1 || infos[0].UnsavedSince != nil {
+		t.Fatalf("profile list with the mark unreadable: %+v %v", infos, err)
+	}
+	// --force goes on without the mark, a run's (KeepUnsaved) too.
+	for _, o := range []RestoreOptions{{KeepUnsaved: true, Force: true}, {Force: true}} {
+		if _, err := m.Restore(ctx, "work", "latest", o); err != nil {
+			t.Fatalf("restore %+v: %v", o, err)
+		}
 	}
 }
 

@@ -672,7 +672,12 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		if statErr == nil && (o.KeepUnsaved || !o.Force) {
 			since, err := m.unsavedSince(ctx, name)
 			if err != nil {
-				return nil, unsavedUnknown(name, "replacing", err)
+				if !o.Force {
+					return nil, unsavedUnknown(name, "replacing", err)
+				}
+				// --force (a run's too) replaces an unsaved login anyway.
+				m.log().Warn("cannot tell whether the profile holds a login that no snapshot has; --force replaces it", "profile", name, "err", err)
+				since = time.Time{}
 			}
 			if !since.IsZero() && since.After(row.CreatedAt) {
 				if !o.KeepUnsaved {
