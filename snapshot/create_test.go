@@ -202,14 +202,16 @@ func TestParseManifest(t *testing.T) {
 		return string(b)
 	}
 	for name, valid := range map[string]string{
-		"stored copy":           string(b),
-		"archive's copy":        variant(func(c *Manifest) { *c = *c.inArchive() }),
-		"version 1":             variant(func(c *Manifest) { c.FormatVersion, c.FilesSHA256 = 1, "" }),
-		"empty, stored":         `{"format_version":2,"files":[],"files_sha256":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}`,
-		"empty, archive's":      `{"format_version":2,"files":[]}`,
-		"longest symlink":       links(3, strings.Repeat("x/", MaxLinkLen/2-1)+"x"),
-		"unicode note":          variant(func(c *Manifest) { c.Note = "après la connexion ✓" }),
-		"older multi-line note": variant(func(c *Manifest) { c.Note = "before\tthe\nupgrade" }),
+		"stored copy":                        string(b),
+		"archive's copy":                     variant(func(c *Manifest) { *c = *c.inArchive() }),
+		"version 1":                          variant(func(c *Manifest) { c.FormatVersion, c.FilesSHA256 = 1, "" }),
+		"empty, stored":                      `{"format_version":2,"files":[],"files_sha256":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}`,
+		"empty, archive's":                   `{"format_version":2,"files":[]}`,
+		"longest symlink":                    links(3, strings.Repeat("x/", MaxLinkLen/2-1)+"x"),
+		"unicode note":                       variant(func(c *Manifest) { c.Note = "après la connexion ✓" }),
+		"older multi-line note":              variant(func(c *Manifest) { c.Note = "before\tthe\nupgrade" }),
+		"older note with a CR and an escape": variant(func(c *Manifest) { c.Note = "nightly\r\x1b[31m" }),
+		"odd host":                           variant(func(c *Manifest) { c.Host = "a\nb" }),
 	} {
 		if _, err := ParseManifest([]byte(valid)); err != nil {
 			t.Errorf("valid manifest (%s): %v", name, err)
@@ -246,9 +248,8 @@ func TestParseManifest(t *testing.T) {
 		// hours (the work grew with the square of a target's length).
 		// Commands print these fields: an ESC would drive the terminal.
 		"escape in the id":                       {variant(func(c *Manifest) { c.ID = "x\x1b[31mRED" }), errcode.SnapshotCorrupt},
-		"escape in the note":                     {variant(func(c *Manifest) { c.Note = "a\x1b[2Jb" }), errcode.SnapshotCorrupt},
-		"newline in the host":                    {variant(func(c *Manifest) { c.Host = "a\nb" }), errcode.SnapshotCorrupt},
 		"C1 control in chrome_version":           {variant(func(c *Manifest) { c.ChromeVersion = "999\u009b2J" }), errcode.SnapshotCorrupt},
+		"escape in the profile":                  {variant(func(c *Manifest) { c.Profile = "t\x1b[2J" }), errcode.SnapshotCorrupt},
 		"symlink target longer than Linux keeps": {links(1, strings.Repeat("x/", MaxLinkLen/2)+"xx"), errcode.UnsafeArchive},
 		"symlinks too many to check":             {links(200, strings.Repeat("x/", MaxLinkLen/2-1)+"x"), errcode.UnsafeArchive},
 	} {

@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/urfave/cli/v2"
 
@@ -396,7 +398,7 @@ func profileCommands() []*cli.Command {
 					fmt.Fprintln(tw, "ID\tCREATED\tARCHIVE\tFILES\tRAW\tCHROME\tENCRYPTED\tNOTE")
 					for _, s := range list {
 						fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%v\t%s\n", s.ID, s.CreatedAt.Local().Format("2006-01-02 15:04:05"),
-							humanBytes(s.ArchiveSize), s.FileCount, humanBytes(s.RawSize), dash(s.ChromeVersion), s.Encrypted, s.Note)
+							humanBytes(s.ArchiveSize), s.FileCount, humanBytes(s.RawSize), dash(s.ChromeVersion), s.Encrypted, printable(s.Note))
 					}
 					tw.Flush()
 				})
@@ -623,4 +625,22 @@ func writeSnapshot(w io.Writer, s *profiles.SnapshotResult) {
 	for _, warn := range s.Warnings {
 		fmt.Fprintf(w, "  warning  %s\n", warn)
 	}
+}
+
+// printable is s with its control characters escaped (\n, \x1b…), as a
+// note an older director stored as given (or another machine's manifest)
+// is printed: a terminal would take ESC sequences as commands.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			b.WriteString(strings.Trim(strconv.QuoteRune(r), "'"))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

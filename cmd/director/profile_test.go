@@ -447,3 +447,20 @@ func TestAgesAheadOfTheClock(t *testing.T) {
 		})
 	}
 }
+
+// TestPrintableNotes: a note printed in the snapshots table has its
+// control characters escaped, so that a note an older director stored as
+// given (or a manifest of another machine) cannot drive the terminal.
+func TestPrintableNotes(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain note":                 "plain note",
+		"après ✓":                    "après ✓",
+		"x\x1b]0;pwned\a\x1b[31mRED": `x\x1b]0;pwned\a\x1b[31mRED`,
+		"two\nlines\r":               `two\nlines\r`,
+		"c1 \u009b2J":                `c1 \u009b2J`,
+	} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
