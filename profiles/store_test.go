@@ -1407,7 +1407,13 @@ func TestStoreReachedThroughASymlink(t *testing.T) {
 	if _, err := raw.Exec(`UPDATE snapshots SET store = ? WHERE id = ?`, "file://"+filepath.Join(link, "snapshots"), oldest); err != nil {
 		t.Fatal(err)
 	}
-	for name, m := range map[string]*Manager{"real": viaReal, "link": viaLink} {
+	// A command through the link's spelling moves that row; the folder's
+	// spelling then sees it too.
+	for _, c := range []struct {
+		name string
+		m    *Manager
+	}{{"link", viaLink}, {"real", viaReal}} {
+		name, m := c.name, c.m
 		if ids := snapshotIDs(t, m, "work"); len(ids) != 3 {
 			t.Fatalf("through the %s spelling: %d snapshots listed, want 3: %v", name, len(ids), ids)
 		}
@@ -1488,5 +1494,53 @@ func TestNoteWithControlCharacters(t *testing.T) {
 	}
 	if _, err := m.Verify(ctx, "work", res.ID); err != nil {
 		t.Fatalf("verify of a snapshot with a unicode note: %v", err)
+	}
+}
+
+// TestStoreBehindADanglingLink: a store folder reached through a symlink
+// whose target is gone (a disk not mounted) keeps its catalog name, so the
+// catalog's rows still name it and a restore says the store holds nothing
+// (is it down?) with storage_unavailable, not that the profile has no
+// snapshot, which a run took for a first login.
+func TestStoreBehindADanglingLink(t *testing.T) {
+	ctx := context.Background()
+	home, disk := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(disk, "snapshots"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(disk, "snapshots"), filepath.Join(home, "snapshots")); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Open(ctx, filepath.Join(home, "director.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cat.Close() })
+	open := func() *Manager {
+		st, err := storage.OpenDir(filepath.Join(home, "snapshots"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &Manager{Root: filepath.Join(home, "browser-profiles"), Store: st, Catalog: cat, LockWait: time.Second}
+	}
+	m := open()
+	if err := m.Create(ctx, "work"); err != nil {
+		t.Fatal(err)
+	}
+	writeProfile(t, m.Dir("work"), "x")
+	if _, err := m.Snapshot(ctx, "work", SnapshotOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(disk, disk+".unmounted"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Rename(disk+".unmounted", disk) })
+	m = open()
+	if got, want := storage.ID(m.Store), "file://"+filepath.Join(disk, "snapshots"); got != want {
+		t.Errorf("catalog name with the disk gone: %s, want %s", got, want)
+	}
+	_, err = m.Restore(ctx, "work", "latest", RestoreOptions{Force: true})
+	if errcode.Of(err) != errcode.StorageUnavailable || !strings.Contains(err.Error(), "holds nothing at all") {
+		t.Fatalf("restore with the disk gone: %v [%s], want storage_unavailable", err, errcode.Of(err))
 	}
 }

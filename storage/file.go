@@ -99,31 +99,55 @@ func (s *fileStore) CatalogID() string {
 	return strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace("file://" + p)
 }
 
-// SameStore reports whether id, a file store's catalog id as an older
-// director or another spelling wrote it, names this store's folder.
-func (s *fileStore) SameStore(id string) bool {
-	p, ok := strings.CutPrefix(id, "file://")
-	if !ok || id == s.CatalogID() || !filepath.IsAbs(filepath.FromSlash(p)) {
-		return false
+// Aliases are the catalog names an older director, or another spelling of
+// the folder, recorded this store's rows under: its path as given, when
+// symlinks make it differ from CatalogID's. Nothing is read to find them,
+// so a command never waits on the folders of other stores.
+func (s *fileStore) Aliases() []string {
+	given := (&fileStore{dir: s.dir, real: s.dir}).CatalogID()
+	if given == s.CatalogID() {
+		return nil
 	}
-	return resolvePath(filepath.Clean(filepath.FromSlash(p))) == s.real
+	return []string{given}
 }
 
-// resolvePath resolves the symlinks of p's longest existing prefix (the
-// store folder may not exist yet) and keeps the rest as it is.
+// resolvePath is p (absolute) with every symlink on it followed, also one
+// whose target does not exist (realpath -m): the folder's name stays the
+// same whether a disk behind a link is mounted or not. Components past the
+// first that does not exist are kept as they are.
 func resolvePath(p string) string {
-	rest := ""
-	for cur := p; ; {
-		if r, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(r, rest)
+	parts := strings.Split(filepath.Clean(p), string(filepath.Separator))
+	cur := string(filepath.Separator)
+	for hops := 0; len(parts) > 0; {
+		c := parts[0]
+		parts = parts[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
 		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			// Not there: the rest cannot hold a link.
+			return filepath.Join(append([]string{next}, parts...)...)
 		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		target, err := os.Readlink(next)
+		if hops++; err != nil || hops > 40 {
+			return filepath.Clean(p) // a loop: keep the path as given
+		}
+		if filepath.IsAbs(target) {
+			cur = string(filepath.Separator)
+		}
+		parts = append(strings.Split(target, string(filepath.Separator)), parts...)
 	}
+	return cur
 }
 
 // root opens the store folder; with create it makes it first (0700).
