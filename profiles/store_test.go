@@ -1544,3 +1544,24 @@ func TestStoreBehindADanglingLink(t *testing.T) {
 		t.Fatalf("restore with the disk gone: %v [%s], want storage_unavailable", err, errcode.Of(err))
 	}
 }
+
+// TestNetworkStoreBesideProfiles: a file store on a network mount leaves
+// the machine (plaintext refused) unless the profiles live on that same
+// mount (a home on NFS), where plaintext archives beside them expose
+// nothing the profiles do not.
+func TestNetworkStoreBesideProfiles(t *testing.T) {
+	for _, c := range []struct {
+		store, root string
+		want        bool
+	}{
+		{"/mnt/nas", "", true},               // profiles on a local disk
+		{"/mnt/nas", "/home", true},          // profiles on another mount
+		{"/home", "/home", false},            // a home on NFS: both there
+		{"/mnt/nas", "/mnt/nas", false},      // profiles beside the store
+		{"/mnt/nas/snaps", "/mnt/nas", true}, // a mount inside another
+	} {
+		if got := leavesMachine(c.store, c.root); got != c.want {
+			t.Errorf("store on %s, profiles on %q: leaves = %v, want %v", c.store, c.root, got, c.want)
+		}
+	}
+}

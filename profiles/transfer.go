@@ -54,11 +54,30 @@ type SnapshotResult struct {
 
 func (m *Manager) encrypting() bool { return len(m.Recipients) > 0 }
 
+// storeLeaves says whether the store's objects leave this machine: a
+// remote store's do, and so do a file store's on a network mount, unless
+// the profiles themselves live on that same mount (a home directory on
+// NFS), where plaintext archives beside them expose nothing more.
+func (m *Manager) storeLeaves() bool {
+	if !storage.IsRemote(m.Store) {
+		return false
+	}
+	nm, ok := m.Store.(interface{ NetworkMount() string })
+	if !ok || nm.NetworkMount() == "" {
+		return true // S3, Supabase
+	}
+	return leavesMachine(nm.NetworkMount(), storage.NetworkMountOf(m.Root))
+}
+
+// leavesMachine says whether a file store on the network mount storeMount
+// leaves the machine, for profiles on rootMount ("" for a local disk).
+func leavesMachine(storeMount, rootMount string) bool { return storeMount != rootMount }
+
 // SnapshotAllowed says whether Snapshot may store an archive at all: a
 // remote store takes only encrypted archives unless InsecureNoEncryption.
 // A caller with work to do before its snapshot (a workflow run) asks first.
 func (m *Manager) SnapshotAllowed() error {
-	if storage.IsRemote(m.Store) && !m.encrypting() && !m.InsecureNoEncryption {
+	if m.storeLeaves() && !m.encrypting() && !m.InsecureNoEncryption {
 		where := m.Store.String()
 		if nf, ok := m.Store.(interface{ NetworkFS() string }); ok && nf.NetworkFS() != "" {
 			where += " (a " + nf.NetworkFS() + " mount, whose files leave this machine)"
@@ -613,7 +632,7 @@ func (m *Manager) CheckRestore(ctx context.Context, name, ref string, o RestoreO
 // archives there, so a plaintext one was put there by hand or by someone
 // with write access to the store, who could swap in a login of their own.
 func (m *Manager) plaintextRefused(row catalog.Snapshot) error {
-	if row.Encrypted || m.InsecureNoEncryption || !storage.IsRemote(m.Store) {
+	if row.Encrypted || m.InsecureNoEncryption || !m.storeLeaves() {
 		return nil
 	}
 	return errcode.New(errcode.UnsafeArchive, "snapshot %s of profile %q in %s is not encrypted, and director uploads only encrypted archives to a remote store: anyone who can write to the store could have put it there", row.ID, row.Profile, m.Store).

@@ -29,8 +29,9 @@ type fileStore struct {
 	// symlink) are one store in the catalog.
 	real string
 	// netFS is the type of the network file system holding the folder
-	// (nfs4, cifs, fuse.sshfs…), "" for a local one: see Remote.
-	netFS string
+	// (nfs4, cifs, fuse.sshfs…), "" for a local one: see Remote; netMount
+	// is its mount point.
+	netFS, netMount string
 }
 
 const tempPrefix = ".director-put-"
@@ -61,7 +62,7 @@ func openFile(rawURL, rest string) (Store, error) {
 	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
 		return nil, errcode.New(errcode.InvalidInput, "store path %s is not a folder", abs).WithHint("point --store at a folder, e.g. file://%s", filepath.Join(filepath.Dir(abs), "snapshots"))
 	}
-	return &fileStore{dir: abs, real: resolvePath(abs), netFS: networkFS(abs)}, nil
+	return newFileStore(abs), nil
 }
 
 // OpenDir opens the folder dir as a file store, as Open does a file:// URL
@@ -80,7 +81,14 @@ func OpenDir(dir string) (Store, error) {
 	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
 		return nil, errcode.New(errcode.InvalidInput, "store path %s is not a folder", abs).WithHint("move %s away, or give another store with --store", abs)
 	}
-	return &fileStore{dir: abs, real: resolvePath(abs), netFS: networkFS(abs)}, nil
+	return newFileStore(abs), nil
+}
+
+// newFileStore is the store of folder abs (absolute, cleaned).
+func newFileStore(abs string) *fileStore {
+	s := &fileStore{dir: abs, real: resolvePath(abs)}
+	s.netMount, s.netFS = networkMount(abs)
+	return s
 }
 
 func (s *fileStore) String() string { return "file://" + filepath.ToSlash(s.dir) }

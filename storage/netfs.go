@@ -24,6 +24,13 @@ func isNetworkType(t string) bool {
 // path or a parent of it) and returns its type when it is a network file
 // system, "" otherwise.
 func networkFSIn(mountinfo, path string) string {
+	_, t := networkMountIn(mountinfo, path)
+	return t
+}
+
+// networkMountIn is networkFSIn with the mount point too ("" and "" for a
+// local file system).
+func networkMountIn(mountinfo, path string) (mount, fsType string) {
 	best, bestType := "", ""
 	for _, line := range strings.Split(mountinfo, "\n") {
 		fields := strings.Fields(line)
@@ -44,9 +51,9 @@ func networkFSIn(mountinfo, path string) string {
 		best, bestType = mnt, fields[sep+1]
 	}
 	if isNetworkType(bestType) {
-		return bestType
+		return best, bestType
 	}
-	return ""
+	return "", ""
 }
 
 // within reports whether path is dir or inside it.
@@ -75,4 +82,12 @@ func unescapeMount(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// NetworkMountOf is the mount point of the network file system holding
+// path (absolute), "" when it is on a local one: a caller compares it with
+// a file store's NetworkMount.
+func NetworkMountOf(path string) string {
+	m, _ := networkMount(path)
+	return m
 }

@@ -2,13 +2,13 @@ package storage
 
 import "os"
 
-// networkFS is the type of the network file system that holds dir
-// (absolute; it or its nearest existing parent, symlinks resolved), ""
-// when it is a local one or mountinfo cannot be read.
-func networkFS(dir string) string {
+// networkMount is the mount point and type of the network file system
+// that holds dir (absolute; it or its nearest existing parent, symlinks
+// resolved), "" and "" when it is a local one or mountinfo cannot be read.
+func networkMount(dir string) (mount, fsType string) {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return ""
+		return "", ""
 	}
-	return networkFSIn(string(b), resolvePath(dir))
+	return networkMountIn(string(b), resolvePath(dir))
 }

@@ -2,5 +2,5 @@
 
 package storage
 
-// networkFS tells network file systems apart only on Linux.
-func networkFS(string) string { return "" }
+// networkMount tells network file systems apart only on Linux.
+func networkMount(string) (mount, fsType string) { return "", "" }

@@ -152,6 +152,9 @@ func (s *fileStore) Remote() bool { return s.netFS != "" }
 // folder, "" for a local one.
 func (s *fileStore) NetworkFS() string { return s.netFS }
 
+// NetworkMount is the mount point of that file system, "" for a local one.
+func (s *fileStore) NetworkMount() string { return s.netMount }
+
 // Remote is true.
 func (s *s3Store) Remote() bool { return true }
 

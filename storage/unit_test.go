@@ -571,6 +571,9 @@ func TestNetworkFS(t *testing.T) {
 		if got := networkFSIn(mountinfo, c.path); got != c.want {
 			t.Errorf("%s: %q, want %q", c.path, got, c.want)
 		}
+		if mnt, _ := networkMountIn(mountinfo, c.path); (mnt != "") != (c.want != "") || mnt != "" && !within(c.path, mnt) {
+			t.Errorf("%s: mount %q", c.path, mnt)
+		}
 	}
 }
 
