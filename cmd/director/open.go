@@ -354,8 +354,10 @@ func xServerMissing(display, orElse string, dial func(network, addr string) erro
 }
 
 // xServerAddrs returns the network and address of each socket an X client
-// tries for display ("[host]:N[.screen]"): for a local one, the abstract
-// and the file socket /tmp/.X11-unix/XN; for host:N, TCP port 6000+N.
+// tries for display ("[host]:N[.screen]"): for :N, the abstract and the
+// file socket /tmp/.X11-unix/XN and then, as libxcb falls back to it, TCP
+// localhost:6000+N (an X server on Windows under WSL, Xvfb -listen tcp);
+// for unix:N the sockets only; for host:N, TCP port 6000+N.
 func xServerAddrs(display string) [][2]string {
 	i := strings.LastIndexByte(display, ':')
 	if i < 0 {
@@ -372,7 +374,11 @@ func xServerAddrs(display string) [][2]string {
 		return nil
 	case host == "" || host == "unix":
 		sock := "/tmp/.X11-unix/X" + num
-		return [][2]string{{"unix", "@" + sock}, {"unix", sock}}
+		addrs := [][2]string{{"unix", "@" + sock}, {"unix", sock}}
+		if host == "" {
+			addrs = append(addrs, [2]string{"tcp", net.JoinHostPort("localhost", strconv.Itoa(6000+n))})
+		}
+		return addrs
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	return [][2]string{{"tcp", net.JoinHostPort(host, strconv.Itoa(6000+n))}}

@@ -259,8 +259,10 @@ func TestXServerAddrs(t *testing.T) {
 		display string
 		want    []string // "network addr"; none: left to Chrome
 	}{
-		{":0", []string{"unix @/tmp/.X11-unix/X0", "unix /tmp/.X11-unix/X0"}},
-		{":99.0", []string{"unix @/tmp/.X11-unix/X99", "unix /tmp/.X11-unix/X99"}},
+		// libxcb falls back to TCP for :N (WSL's X server on Windows,
+		// Xvfb -listen tcp), not for unix:N.
+		{":0", []string{"unix @/tmp/.X11-unix/X0", "unix /tmp/.X11-unix/X0", "tcp localhost:6000"}},
+		{":99.0", []string{"unix @/tmp/.X11-unix/X99", "unix /tmp/.X11-unix/X99", "tcp localhost:6099"}},
 		{"unix:1", []string{"unix @/tmp/.X11-unix/X1", "unix /tmp/.X11-unix/X1"}},
 		{"localhost:10.0", []string{"tcp localhost:6010"}},
 		{"[::1]:2", []string{"tcp [::1]:6002"}},
