@@ -500,7 +500,7 @@ var ErrKilledAtClose = errors.New("Chrome did not exit after Browser.close and w
 
 func killedAtClose() error {
 	return errcode.Hinted(ErrKilledAtClose, errcode.Timeout,
-		"no snapshot was taken, so the latest good one is kept; Chrome was too slow to close (an overloaded machine, or a page that kept it busy): run the workflow again", "")
+		"no snapshot was taken, so the latest good one is kept; Chrome was too slow to close (an overloaded machine, or a page that kept it busy): run the workflow again, with a longer --close-timeout (DIRECTOR_CLOSE_TIMEOUT) if it keeps happening", "")
 }
 
 // wasKilled says whether closing b had to kill its process (launcher's

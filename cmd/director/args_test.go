@@ -565,6 +565,7 @@ func TestBadValueErrors(t *testing.T) {
 		hintHas  string
 	}{
 		{"DIRECTOR_AUDIT_KEEP", "abc", []string{"run", wf}, `invalid DIRECTOR_AUDIT_KEEP: "abc" is not a whole number`, "DIRECTOR_AUDIT_KEEP sets --keep"},
+		{"DIRECTOR_CLOSE_TIMEOUT", "abc", []string{"run", wf}, `invalid DIRECTOR_CLOSE_TIMEOUT: "abc" is not a duration`, "DIRECTOR_CLOSE_TIMEOUT sets --close-timeout"},
 		{"DIRECTOR_STORE_CALL_TIMEOUT", "abc", []string{"profile", "list"}, `invalid DIRECTOR_STORE_CALL_TIMEOUT: "abc" is not a duration`, "there is no day unit"},
 		{"DIRECTOR_STORE_IDLE_TIMEOUT", "7d", []string{"profile", "list"}, `invalid DIRECTOR_STORE_IDLE_TIMEOUT: "7d" is not a duration`, "(7 days is 168h)"},
 		{"DIRECTOR_LOG_LEVEL", "loud", []string{"profile", "list"}, `invalid DIRECTOR_LOG_LEVEL "loud"`, "debug, info, warn or error"},

@@ -50,7 +50,7 @@ func profileOpenCommand() *cli.Command {
 			&cli.BoolFlag{Name: "snapshot", Usage: "snapshot the profile after the browser is closed"},
 			&cli.StringFlag{Name: "note", Usage: "store `TEXT` as the note of the --snapshot (default: \"profile open\")"},
 			&cli.BoolFlag{Name: "headless", Usage: "run without a window (for scripts: close with Enter or end of input)"},
-			&cli.DurationFlag{Name: "close-timeout", Value: launcher.DefaultCloseTimeout, Usage: "wait up to `DURATION` for Chrome to exit before killing it"},
+			&cli.DurationFlag{Name: "close-timeout", EnvVars: []string{"DIRECTOR_CLOSE_TIMEOUT"}, Value: launcher.DefaultCloseTimeout, Usage: "wait up to `DURATION` for Chrome to exit before killing it"},
 		},
 		Action: func(c *cli.Context) error {
 			// The recipients only for --snapshot: a login without one

@@ -78,6 +78,8 @@ func runCommands() []*cli.Command {
 			&cli.BoolFlag{Name: "headed", Usage: "show the Chrome window (needs a display), whatever the workflow's browser.headless says",
 				DefaultText: "the workflow's browser.headless, headless when it has none"},
 			&cli.IntFlag{Name: "keep", EnvVars: []string{"DIRECTOR_AUDIT_KEEP"}, Base: 10, Value: catalog.DefaultKeepEvents, Usage: "keep at most `N` audit events after the run (0 keeps all)"},
+			&cli.DurationFlag{Name: "close-timeout", EnvVars: []string{"DIRECTOR_CLOSE_TIMEOUT"}, Value: launcher.DefaultCloseTimeout,
+				Usage: "wait up to `DURATION` for Chrome to exit after the run before killing it (a Chrome that had to be killed is not snapshotted)"},
 			&cli.BoolFlag{Name: "force", Usage: "restore a snapshot written by a newer Chrome than the local one (Chrome may reset parts of a profile it sees as downgraded), or a pinned one older than a login the profile holds that no snapshot has"},
 		},
 		Action: runWorkflow,
@@ -149,7 +151,7 @@ func runWorkflow(c *cli.Context) error {
 	}
 
 	r := &workflows.Runner{
-		Launch:        workflows.ChromeLauncher(workflows.ChromeOptions{ChromePath: c.String("chrome"), CDPURL: cdpURL, Log: g.Log}),
+		Launch:        workflows.ChromeLauncher(workflows.ChromeOptions{ChromePath: c.String("chrome"), CDPURL: cdpURL, Log: g.Log, CloseTimeout: c.Duration("close-timeout")}),
 		ArtifactsDir:  artifacts,
 		KeepEvents:    c.Int("keep"),
 		ForceRestore:  c.Bool("force"),
