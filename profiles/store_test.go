@@ -1319,14 +1319,7 @@ func TestUnsavedGuardFailsClosed(t *testing.T) {
 	writeProfile(t, m.Dir("work"), "the newer login")
 	want := readTree(t, m.Dir("work"))
 
-	raw, err := sql.Open("sqlite3", m.Catalog.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	if _, err := raw.Exec(`DROP TABLE profiles`); err != nil {
-		t.Fatal(err)
-	}
+	damageProfilesTable(t, m)
 
 	for name, try := range map[string]func() error{
 		"delete":         func() error { _, err := m.Delete(ctx, "work", DeleteOptions{}); return err },
@@ -1446,14 +1439,7 @@ func TestCreateAndDeleteWhenTheCatalogFails(t *testing.T) {
 	if err := m.Create(ctx, "old"); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := sql.Open("sqlite3", m.Catalog.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	if _, err := raw.Exec(`DROP TABLE profiles`); err != nil {
-		t.Fatal(err)
-	}
+	damageProfilesTable(t, m)
 	if err := m.Create(ctx, "new"); err == nil {
 		t.Fatal("create with a broken catalog succeeded")
 	}
@@ -1563,5 +1549,20 @@ func TestNetworkStoreBesideProfiles(t *testing.T) {
 		if got := leavesMachine(c.store, c.root); got != c.want {
 			t.Errorf("store on %s, profiles on %q: leaves = %v, want %v", c.store, c.root, got, c.want)
 		}
+	}
+}
+
+// damageProfilesTable drops m's catalog table of profiles, a damaged
+// catalog whose snapshot rows still read (it stands in for a catalog
+// another process holds busy too).
+func damageProfilesTable(t *testing.T, m *Manager) {
+	t.Helper()
+	raw, err := sql.Open("sqlite3", m.Catalog.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`DROP TABLE profiles`); err != nil {
+		t.Fatal(err)
 	}
 }

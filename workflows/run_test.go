@@ -1058,12 +1058,7 @@ func TestUnencryptedRemoteSnapshotRefusedUpFront(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.m.Store = st
-	launch := e.runner.Launch
-	launched := 0
-	e.runner.Launch = func(ctx context.Context, o LaunchOptions) (session.Browser, error) {
-		launched++
-		return launch(ctx, o)
-	}
+	launched := e.countLaunches()
 	for _, c := range []struct {
 		name, src string
 		code      errcode.Code
@@ -1074,10 +1069,10 @@ func TestUnencryptedRemoteSnapshotRefusedUpFront(t *testing.T) {
 		{"never", "snapshot: never\nrestore: none\nsteps:\n  - navigate: SITE/\n", "", 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			launched = 0
+			*launched = 0
 			res, err := e.run(t, e.wf(t, "name: up\nprofile: remote\n"+c.src))
-			if errcode.Of(err) != c.code || launched != c.launches {
-				t.Fatalf("got %v [%s] after %d launches, want %q after %d", err, errcode.Of(err), launched, c.code, c.launches)
+			if errcode.Of(err) != c.code || *launched != c.launches {
+				t.Fatalf("got %v [%s] after %d launches, want %q after %d", err, errcode.Of(err), *launched, c.code, c.launches)
 			}
 			if c.code == "" {
 				return
@@ -1255,15 +1250,10 @@ func TestRunOnUnmountedStore(t *testing.T) {
 	if err := os.RemoveAll(e.m.Dir("web")); err != nil {
 		t.Fatal(err)
 	}
-	launch := e.runner.Launch
-	launched := 0
-	e.runner.Launch = func(ctx context.Context, o LaunchOptions) (session.Browser, error) {
-		launched++
-		return launch(ctx, o)
-	}
+	launched := e.countLaunches()
 	_, err = e.runner.Run(context.Background(), e.wf(t, "name: refresh\nprofile: web\n"+loginCheckYAML+"steps:\n  - navigate: SITE/account\n"))
-	if errcode.Of(err) != errcode.StorageUnavailable || launched != 0 || !strings.Contains(errcode.HintOf(err), "mount it") {
-		t.Fatalf("got %v [%s] (hint %q) after %d launches, want storage_unavailable before any", err, errcode.Of(err), errcode.HintOf(err), launched)
+	if errcode.Of(err) != errcode.StorageUnavailable || *launched != 0 || !strings.Contains(errcode.HintOf(err), "mount it") {
+		t.Fatalf("got %v [%s] (hint %q) after %d launches, want storage_unavailable before any", err, errcode.Of(err), errcode.HintOf(err), *launched)
 	}
 }
 
@@ -1320,12 +1310,7 @@ func TestRunThatCouldNotRestoreItsOwnSnapshot(t *testing.T) {
 	mine, _ := age.GenerateX25519Identity()
 	other, _ := age.GenerateX25519Identity()
 	e.m.Identities = []age.Identity{mine}
-	launch := e.runner.Launch
-	launched := 0
-	e.runner.Launch = func(ctx context.Context, o LaunchOptions) (session.Browser, error) {
-		launched++
-		return launch(ctx, o)
-	}
+	launched := e.countLaunches()
 	for _, c := range []struct {
 		name    string
 		rs      []age.Recipient
@@ -1337,7 +1322,7 @@ func TestRunThatCouldNotRestoreItsOwnSnapshot(t *testing.T) {
 		{"to another key, no restore", []age.Recipient{other.Recipient()}, "none", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e.m.Recipients, launched = c.rs, 0
+			e.m.Recipients, *launched = c.rs, 0
 			_, err := e.runner.Run(context.Background(), e.wf(t, "name: refresh\nprofile: web\nrestore: "+c.restore+"\n"+loginCheckYAML+"steps:\n  - navigate: SITE/\n"))
 			if c.code == "" {
 				if errcode.Of(err) == errcode.InvalidInput {
@@ -1345,9 +1330,21 @@ func TestRunThatCouldNotRestoreItsOwnSnapshot(t *testing.T) {
 				}
 				return
 			}
-			if errcode.Of(err) != c.code || launched != 0 || !strings.Contains(errcode.HintOf(err), "director key recipient") {
-				t.Fatalf("got %v [%s] (hint %q) after %d launches, want %s before any", err, errcode.Of(err), errcode.HintOf(err), launched, c.code)
+			if errcode.Of(err) != c.code || *launched != 0 || !strings.Contains(errcode.HintOf(err), "director key recipient") {
+				t.Fatalf("got %v [%s] (hint %q) after %d launches, want %s before any", err, errcode.Of(err), errcode.HintOf(err), *launched, c.code)
 			}
 		})
 	}
+}
+
+// countLaunches makes the runner count the browsers it launches, and
+// returns the count.
+func (e *env4) countLaunches() *int {
+	launch := e.runner.Launch
+	n := new(int)
+	e.runner.Launch = func(ctx context.Context, o LaunchOptions) (session.Browser, error) {
+		*n++
+		return launch(ctx, o)
+	}
+	return n
 }
