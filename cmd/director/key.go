@@ -75,10 +75,8 @@ func loadKeys(c *cli.Context, use keyUse) (rs []age.Recipient, ids []age.Identit
 		}
 	}
 	if path, isDefault := identityPath(c); use&useIdentity != 0 && path != "" {
-		if !isDefault {
-			if err := tildeErr(keySource(c, "age-identity", encrypt.EnvIdentity), path, ""); err != nil {
-				return nil, nil, nil, err
-			}
+		if err := identitySettingErr(c); err != nil {
+			return nil, nil, nil, err
 		}
 		ids, err = loadIdentity(path, isDefault)
 		if err != nil && isDefault {
@@ -108,6 +106,17 @@ const identityFileName = "age-identity.txt"
 // neither. An identity setting that names a file that is not there is
 // returned as it is, for the error to say so: another identity in its
 // place could not decrypt what was encrypted to the one it names.
+// identitySettingErr is what is wrong with the --age-identity /
+// DIRECTOR_AGE_IDENTITY setting itself, before any file is read: a ~ no
+// shell expanded. Every command that reads the setting asks it first.
+func identitySettingErr(c *cli.Context) error {
+	p := c.String("age-identity")
+	if p == "" {
+		return nil
+	}
+	return tildeErr(keySource(c, "age-identity", encrypt.EnvIdentity), p, "")
+}
+
 func identityPath(c *cli.Context) (path string, isDefault bool) {
 	if p := c.String("age-identity"); p != "" {
 		return p, false
@@ -168,6 +177,9 @@ func keyCommands() []*cli.Command {
 }
 
 func keyGenerate(c *cli.Context) error {
+	if err := identitySettingErr(c); err != nil {
+		return err // its message would name the setting's file
+	}
 	g := getGlobals(c)
 	if c.NArg() != 0 {
 		return errcode.New(errcode.InvalidInput, "key generate takes no arguments, got %d", c.NArg()).
@@ -239,6 +251,11 @@ func keyGenerateToStdout(g *globals) error {
 
 func keyRecipient(c *cli.Context) error {
 	g := getGlobals(c)
+	if c.NArg() == 0 {
+		if err := identitySettingErr(c); err != nil {
+			return err
+		}
+	}
 	var path string
 	var ids []age.Identity
 	var err error

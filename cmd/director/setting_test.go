@@ -201,6 +201,8 @@ func TestTildeNoShellExpanded(t *testing.T) {
 		{"DIRECTOR_HOME", map[string]string{"DIRECTOR_HOME": "~/dir"}, []string{"profile", "list"}, "DIRECTOR_HOME", filepath.Join(home, "dir")},
 		{"--home=~", nil, []string{"--home=~/dir", "profile", "list"}, "--home", filepath.Join(home, "dir")},
 		{"DIRECTOR_AGE_IDENTITY", map[string]string{"DIRECTOR_AGE_IDENTITY": "~/.config/k.txt"}, []string{"--home", other, "profile", "restore", "work", "latest"}, "DIRECTOR_AGE_IDENTITY", filepath.Join(home, ".config/k.txt")},
+		{"DIRECTOR_AGE_IDENTITY, key recipient", map[string]string{"DIRECTOR_AGE_IDENTITY": "~/k.txt"}, []string{"--home", other, "key", "recipient"}, "DIRECTOR_AGE_IDENTITY", filepath.Join(home, "k.txt")},
+		{"DIRECTOR_AGE_IDENTITY, key generate", map[string]string{"DIRECTOR_AGE_IDENTITY": "~/k.txt"}, []string{"--home", other, "key", "generate", "--out", filepath.Join(other, "new.txt")}, "DIRECTOR_AGE_IDENTITY", filepath.Join(home, "k.txt")},
 		{"file://~ store", map[string]string{"DIRECTOR_STORE": "file://~/snaps"}, []string{"--home", other, "profile", "list"}, "DIRECTOR_STORE", "file://" + filepath.Join(home, "snaps")},
 		{"recipients file", nil, []string{"--home", other, "--age-recipients", "~/r.txt", "profile", "snapshot", "work"}, "--age-recipients", filepath.Join(home, "r.txt")},
 	} {
@@ -217,7 +219,8 @@ func TestTildeNoShellExpanded(t *testing.T) {
 			if entries, _ := os.ReadDir(cwd); len(entries) != 0 {
 				t.Fatalf("the refused command made %v in the working directory", entries)
 			}
-			if code, _, errOut := runDirector(t, append(slices.Clone(c.args[:slices.Index(c.args, "profile")]), "version")...); code != 0 {
+			cmd := slices.IndexFunc(c.args, func(a string) bool { return a == "profile" || a == "key" })
+			if code, _, errOut := runDirector(t, append(slices.Clone(c.args[:cmd]), "version")...); code != 0 {
 				t.Fatalf("version with the same settings: exit %d %s", code, errOut)
 			}
 		})
