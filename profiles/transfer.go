@@ -690,11 +690,17 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		}
 		if statErr == nil && (o.KeepUnsaved || !o.Force) {
 			since, err := m.unsavedSince(ctx, name)
-			if err != nil {
-				if !o.Force {
-					return nil, unsavedUnknown(name, "replacing", err)
-				}
-				// --force (a run's too) replaces an unsaved login anyway.
+			switch {
+			case err != nil && o.KeepUnsaved:
+				// A run keeps a login no snapshot has even with --force
+				// (which it passes for a newer Chrome's snapshot): it
+				// cannot tell here, so it does not replace the profile.
+				return nil, errcode.Hinted(err, errcode.Of(err),
+					fmt.Sprintf("the catalog could not be read (see the error); fix that first, or, if profile %s holds no login you need, replace it by hand with `director profile restore %s latest --force`", name, name),
+					"cannot tell whether profile %s holds a login that no snapshot has, so the run does not replace it", name)
+			case err != nil && !o.Force:
+				return nil, unsavedUnknown(name, "replacing", err)
+			case err != nil:
 				m.log().Warn("cannot tell whether the profile holds a login that no snapshot has; --force replaces it", "profile", name, "err", err)
 				since = time.Time{}
 			}
