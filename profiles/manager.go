@@ -922,29 +922,30 @@ func (m *Manager) catalogStore(ctx context.Context) (string, error) {
 
 // adoptAliases moves to store the catalog rows recorded under another
 // spelling of the same file store's folder: its path through a symlink (a
-// home reached through one), as older directors named it. Without it one
-// folder was two stores, and a prune through one spelling left the other's
-// rows pointing at deleted archives. The aliases come from the store
-// itself, without reading any other store's folder, and a write happens
-// only when there are rows to move.
+// home reached through one), as older directors named it, whichever
+// spelling the command is run with. Without it one folder was two stores,
+// and a prune through one spelling left the other's rows pointing at
+// deleted archives. The store decides (SameStore) without reading any
+// folder on a network mount, and a write happens only when there are rows
+// to move.
 func (m *Manager) adoptAliases(ctx context.Context, store string) error {
-	a, ok := m.Store.(interface{ Aliases() []string })
-	if !ok || len(a.Aliases()) == 0 {
+	a, ok := m.Store.(interface{ SameStore(id string) bool })
+	if !ok {
 		return nil
 	}
 	others, err := m.Catalog.FileStores(ctx)
 	if err != nil {
 		return err
 	}
-	for _, alias := range a.Aliases() {
-		if alias == store || !slices.Contains(others, alias) {
+	for _, other := range others {
+		if other == store || !a.SameStore(other) {
 			continue
 		}
-		n, err := m.Catalog.MoveStore(ctx, alias, store)
+		n, err := m.Catalog.MoveStore(ctx, other, store)
 		if err != nil {
 			return err
 		}
-		m.log().Info("catalog rows recorded under another spelling of the store's folder now belong to it", "store", store, "spelling", alias, "rows", n)
+		m.log().Info("catalog rows recorded under another spelling of the store's folder now belong to it", "store", store, "spelling", other, "rows", n)
 	}
 	return nil
 }

@@ -107,23 +107,37 @@ func (s *fileStore) CatalogID() string {
 	return strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace("file://" + p)
 }
 
-// Aliases are the catalog names an older director, or another spelling of
-// the folder, recorded this store's rows under: its path as given, when
-// symlinks make it differ from CatalogID's. Nothing is read to find them,
-// so a command never waits on the folders of other stores.
-func (s *fileStore) Aliases() []string {
-	given := (&fileStore{dir: s.dir, real: s.dir}).CatalogID()
-	if given == s.CatalogID() {
-		return nil
+// SameStore reports whether id, a file store's catalog name as an older
+// director or another spelling of a path recorded it, names this store's
+// folder: its path as given, or another path whose symlinks lead to the
+// same folder. A path on a network mount is not read (a hung server would
+// hang every command that asks): such a name matches only as spelled.
+func (s *fileStore) SameStore(id string) bool {
+	p, ok := strings.CutPrefix(id, "file://")
+	if !ok || id == s.CatalogID() {
+		return false
 	}
-	return []string{given}
+	if id == (&fileStore{dir: s.dir, real: s.dir}).CatalogID() {
+		return true // this store's own path, as given
+	}
+	p = filepath.FromSlash(p)
+	if !filepath.IsAbs(p) || strings.ContainsAny(p, "?#%") {
+		return false // escaped names (see CatalogID) match only as spelled
+	}
+	mountinfo := readMountinfo()
+	onNetwork := func(path string) bool { _, t := networkMountIn(mountinfo, path); return t != "" }
+	return resolveWith(filepath.Clean(p), onNetwork) == s.real
 }
 
 // resolvePath is p (absolute) with every symlink on it followed, also one
 // whose target does not exist (realpath -m): the folder's name stays the
 // same whether a disk behind a link is mounted or not. Components past the
 // first that does not exist are kept as they are.
-func resolvePath(p string) string {
+func resolvePath(p string) string { return resolveWith(p, nil) }
+
+// resolveWith is resolvePath that reads nothing at a path stop says to
+// stop at: it then returns p as given.
+func resolveWith(p string, stop func(string) bool) string {
 	parts := strings.Split(filepath.Clean(p), string(filepath.Separator))
 	cur := string(filepath.Separator)
 	for hops := 0; len(parts) > 0; {
@@ -137,6 +151,9 @@ func resolvePath(p string) string {
 			continue
 		}
 		next := filepath.Join(cur, c)
+		if stop != nil && stop(next) {
+			return filepath.Clean(p)
+		}
 		fi, err := os.Lstat(next)
 		if err != nil {
 			// Not there: the rest cannot hold a link.

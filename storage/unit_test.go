@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -666,5 +667,44 @@ func TestOpenDirTakesAnyName(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestResolveWith: symlinks on a path are followed, also a dangling one
+// and a chain, and nothing is read past a path stop names (a folder on a
+// network mount): the path then stays as given.
+func TestResolveWith(t *testing.T) {
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(dir, "real", "snapshots"), 0o700))
+	must(os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "home")))
+	must(os.Symlink("home", filepath.Join(dir, "chain")))
+	must(os.Symlink(filepath.Join(dir, "gone", "snapshots"), filepath.Join(dir, "real", "usb")))
+	for _, c := range []struct {
+		path, want string
+		stop       string // a path stop names, "" for none
+	}{
+		{filepath.Join(dir, "home", "snapshots"), filepath.Join(dir, "real", "snapshots"), ""},
+		{filepath.Join(dir, "chain", "snapshots"), filepath.Join(dir, "real", "snapshots"), ""},
+		{filepath.Join(dir, "home", "usb", "x"), filepath.Join(dir, "gone", "snapshots", "x"), ""},
+		{filepath.Join(dir, "home", "missing", "x"), filepath.Join(dir, "real", "missing", "x"), ""},
+		{filepath.Join(dir, "home", "snapshots"), filepath.Join(dir, "home", "snapshots"), filepath.Join(dir, "home")},
+	} {
+		var read []string
+		stop := func(p string) bool {
+			read = append(read, p)
+			return c.stop != "" && p == c.stop
+		}
+		if got := resolveWith(c.path, stop); got != c.want {
+			t.Errorf("resolveWith(%s) = %s, want %s", c.path, got, c.want)
+		}
+		if c.stop != "" && slices.Contains(read[:len(read)-1], c.stop) {
+			t.Errorf("%s was read past the stop: %v", c.path, read)
+		}
 	}
 }
