@@ -565,6 +565,8 @@ func TestBadValueErrors(t *testing.T) {
 		hintHas  string
 	}{
 		{"DIRECTOR_AUDIT_KEEP", "abc", []string{"run", wf}, `invalid DIRECTOR_AUDIT_KEEP: "abc" is not a whole number`, "DIRECTOR_AUDIT_KEEP sets --keep"},
+		{"", "", []string{"run", wf, "--close-timeout", "0s"}, "--close-timeout must be positive, not 0s", "for example --close-timeout 30s"},
+		{"DIRECTOR_CLOSE_TIMEOUT", "-5s", []string{"profile", "open", "work", "--headless"}, "--close-timeout must be positive, not -5s", "DIRECTOR_CLOSE_TIMEOUT sets it too"},
 		{"DIRECTOR_CLOSE_TIMEOUT", "abc", []string{"run", wf}, `invalid DIRECTOR_CLOSE_TIMEOUT: "abc" is not a duration`, "DIRECTOR_CLOSE_TIMEOUT sets --close-timeout"},
 		{"DIRECTOR_STORE_CALL_TIMEOUT", "abc", []string{"profile", "list"}, `invalid DIRECTOR_STORE_CALL_TIMEOUT: "abc" is not a duration`, "there is no day unit"},
 		{"DIRECTOR_STORE_IDLE_TIMEOUT", "7d", []string{"profile", "list"}, `invalid DIRECTOR_STORE_IDLE_TIMEOUT: "7d" is not a duration`, "(7 days is 168h)"},

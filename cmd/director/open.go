@@ -78,6 +78,9 @@ type openResult struct {
 // display for a window) before anything is created: the home, director.db
 // or the profile.
 func checkOpen(c *cli.Context, m *profiles.Manager, _ bool) error {
+	if _, err := closeTimeout(c); err != nil {
+		return err
+	}
 	name, err := oneArg(c, "profile NAME")
 	if err != nil {
 		return err
@@ -106,6 +109,10 @@ func checkOpen(c *cli.Context, m *profiles.Manager, _ bool) error {
 
 // profileOpen is profile open, once checkOpen has passed.
 func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
+	closeWait, err := closeTimeout(c) // checked by checkOpen
+	if err != nil {
+		return err
+	}
 	name := c.Args().First()
 	headless := c.Bool("headless")
 	ctx := c.Context
@@ -135,7 +142,7 @@ func profileOpen(c *cli.Context, g *globals, m *profiles.Manager) error {
 		UserDataDir:        m.Dir(name),
 		Headless:           headless,
 		KeepSessionCookies: true,
-		CloseTimeout:       c.Duration("close-timeout"),
+		CloseTimeout:       closeWait,
 		Log:                g.Log,
 	})
 	if err != nil {

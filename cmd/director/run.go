@@ -101,6 +101,10 @@ func runWorkflow(c *cli.Context) error {
 	if vf != nil {
 		vars = vf.vars()
 	}
+	closeWait, err := closeTimeout(c)
+	if err != nil {
+		return err
+	}
 	if c.Int("keep") < 0 {
 		return errcode.New(errcode.InvalidInput, "--keep %d: the number of audit events to keep cannot be negative", c.Int("keep")).
 			WithHint("pass 0 to keep every event, or a positive N")
@@ -151,7 +155,7 @@ func runWorkflow(c *cli.Context) error {
 	}
 
 	r := &workflows.Runner{
-		Launch:        workflows.ChromeLauncher(workflows.ChromeOptions{ChromePath: c.String("chrome"), CDPURL: cdpURL, Log: g.Log, CloseTimeout: c.Duration("close-timeout")}),
+		Launch:        workflows.ChromeLauncher(workflows.ChromeOptions{ChromePath: c.String("chrome"), CDPURL: cdpURL, Log: g.Log, CloseTimeout: closeWait}),
 		ArtifactsDir:  artifacts,
 		KeepEvents:    c.Int("keep"),
 		ForceRestore:  c.Bool("force"),

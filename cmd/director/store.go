@@ -140,3 +140,15 @@ func printCheck(w io.Writer, rep storage.Report) {
 		fmt.Fprintf(w, "hint: %s\n", rep.Hint)
 	}
 }
+
+// closeTimeout is --close-timeout / DIRECTOR_CLOSE_TIMEOUT, refused when it
+// is not positive: the launcher would take 0 for its default and say
+// nothing.
+func closeTimeout(c *cli.Context) (time.Duration, error) {
+	d := c.Duration("close-timeout")
+	if d <= 0 {
+		return 0, errcode.New(errcode.InvalidInput, "--close-timeout must be positive, not %s", d).
+			WithHint("for example --close-timeout 30s (DIRECTOR_CLOSE_TIMEOUT sets it too)")
+	}
+	return d, nil
+}
