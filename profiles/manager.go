@@ -477,6 +477,10 @@ type Info struct {
 	// whose login check passed failed to snapshot; a snapshot or restore of
 	// the profile on this machine clears it.
 	UnsavedSince *time.Time `json:"unsaved_since,omitempty"`
+	// Warnings say what could not be told about the profile (its unsaved
+	// mark, when the catalog cannot be read): a missing UnsavedSince then
+	// does not mean there is no unsaved login.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // List describes every local profile, sorted by name. It works without a
@@ -536,6 +540,7 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 			// A listing only reads: it says what it cannot, and goes on.
 			if since, err := m.unsavedSince(ctx, in.Name); err != nil {
 				m.log().Warn("cannot tell whether the profile holds a login that no snapshot has", "profile", in.Name, "err", err)
+				in.Warnings = append(in.Warnings, "cannot tell whether the profile holds a login that no snapshot has: "+err.Error())
 			} else if !since.IsZero() {
 				in.UnsavedSince = &since
 			}

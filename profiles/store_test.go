@@ -1340,8 +1340,8 @@ func TestUnsavedGuardFailsClosed(t *testing.T) {
 
 	// profile list only reads: it lists the profile, without the mark.
 	infos, err := m.List(ctx)
-	if err != nil || len(infos) != 1 || infos[0].UnsavedSince != nil {
-		t.Fatalf("profile list with the mark unreadable: %+v %v", infos, err)
+	if err != nil || len(infos) != 1 || infos[0].UnsavedSince != nil || len(infos[0].Warnings) != 1 {
+		t.Fatalf("profile list with the mark unreadable: %+v %v; want the profile with a warning", infos, err)
 	}
 	// A run keeps a login no snapshot has even with --force (which it
 	// passes for a newer Chrome's snapshot): it still refuses, and says to

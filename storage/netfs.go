@@ -88,6 +88,9 @@ func unescapeMount(s string) string {
 // path (absolute), "" when it is on a local one: a caller compares it with
 // a file store's NetworkMount.
 func NetworkMountOf(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // a relative one is the working directory's
+	}
 	m, _ := networkMount(path)
 	return m
 }
