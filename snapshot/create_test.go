@@ -686,3 +686,23 @@ func TestCountEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestParseManifestCountsFirst: a stored manifest (read by adoption and
+// rebuild, not from an archive) listing more entries than any snapshot may
+// is refused before it is decoded entry by entry.
+func TestParseManifestCountsFirst(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"format_version":2,"files":[`)
+	for i := range DefaultMaxFiles + 1 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"path":"f%d","type":"file"}`, i)
+	}
+	b.WriteString(`]}`)
+	_, err := ParseManifest([]byte(b.String()))
+	wantCode(t, err, errcode.UnsafeArchive)
+	if !strings.Contains(err.Error(), "more than 200000 entries") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -41,6 +41,11 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	if json.Unmarshal(b, &head) == nil && head.FormatVersion > FormatVersion {
 		return nil, newerFormat(head.FormatVersion)
 	}
+	// Counted before decoding builds every entry: a manifest planted in a
+	// shared store is read here too, not only the one in an archive.
+	if countEntries(b, DefaultMaxFiles) > DefaultMaxFiles {
+		return nil, unsafeArchive("the manifest lists more than %d entries, the limit", DefaultMaxFiles)
+	}
 	var m Manifest
 	if err := decodeStrict(b, &m, "manifest"); err != nil {
 		return nil, err
