@@ -378,7 +378,8 @@ func (a *archiveReader) readManifest(tr *tar.Reader, opts ExtractOptions) (*Mani
 	}
 	// Counted before the manifest is decoded: 64 MiB of JSON listing a
 	// million entries took 380 MB to decode only to be refused.
-	if n := countEntries(b, opts.MaxFiles); n > opts.MaxFiles {
+	// (ParseManifest counts against DefaultMaxFiles itself.)
+	if opts.MaxFiles < DefaultMaxFiles && countEntries(b, opts.MaxFiles) > opts.MaxFiles {
 		return nil, unsafeArchive("the manifest lists more than %d entries, the limit", opts.MaxFiles)
 	}
 	m, err := ParseManifest(b)
