@@ -167,6 +167,12 @@ func badURL(rawURL, format string, args ...any) *errcode.Error {
 	return errcode.New(errcode.InvalidInput, "bad store URL %q: "+format, append([]any{redactURL(rawURL)}, args...)...).WithHint(urlHint)
 }
 
+// colonInBucket refuses a bucket holding a ":", which no bucket name may.
+// It is most likely a key and secret typed before the bucket
+// (s3://KEY:SECRET/…@bucket, the secret holding a "/"), so the message
+// names neither the bucket nor the port.
+const colonInBucket = "the bucket holds a \":\", which no bucket name may: credentials (KEY:SECRET@) and endpoints (host:port) do not belong there"
+
 // Redact returns a store URL as it may be shown (in logs, errors and the
 // commands that hints give) without any secret it holds, as redactURL says;
 // an opened store's String() is shorter still.
@@ -201,7 +207,14 @@ func redactURL(rawURL string) string {
 			tail = redactEndpoint(tail)
 		}
 	}
-	if i := credentialsEnd(head); i >= 0 {
+	if strings.EqualFold(scheme, "file") {
+		// A path may hold an "@" (/srv/snaps@nas); a user@ part can
+		// only come before it. The query is redacted below as for any
+		// scheme.
+		if i := credentialsEnd(head[:pathStart(head)]); i >= 0 {
+			head = "REDACTED@" + head[i+1:]
+		}
+	} else if i := credentialsEnd(head); i >= 0 {
 		if q := strings.Index(head, "?"); q >= 0 && q < i {
 			// Past a "?": a password holding one, or a parameter's
 			// value holding an "@" (?secret_key=a@b), as above.
@@ -231,6 +244,15 @@ func redactURL(rawURL string) string {
 		}
 	}
 	return out + "?" + strings.Join(params, "&")
+}
+
+// pathStart is where the path of a URL's rest (after "scheme://") starts:
+// at its first "/", or its end.
+func pathStart(rest string) int {
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		return i
+	}
+	return len(rest)
 }
 
 // afterValue is what follows the value s starts in: "" at the end, or

@@ -72,6 +72,12 @@ func openS3(rawURL string, opts Options) (Store, error) {
 	if u.Fragment != "" {
 		return nil, badURL(rawURL, "unexpected #fragment")
 	}
+	if strings.Contains(u.Host, ":") {
+		// KEY:SECRET/…@bucket: a secret holding a "/" makes url.Parse
+		// take the key and the secret's start for the bucket, which the
+		// store's name would then show.
+		return nil, badURL(rawURL, "%s", colonInBucket).WithHint("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or --aws-access-key-id and --aws-secret-access-key), and give an endpoint as ?endpoint=host:port")
+	}
 	s := &s3Store{bucket: u.Host, prefix: strings.Trim(u.Path, "/"), region: "us-east-1", secure: true, opts: opts, sweepGrace: s3SweepGrace}
 	if s.bucket == "" {
 		return nil, badURL(rawURL, "no bucket: use s3://BUCKET[/PREFIX]")

@@ -79,6 +79,11 @@ func TestOpenURLs(t *testing.T) {
 		{"s3://b?endpoint=https:///storage/v1/s3", full, "", false},
 		{"s3://b?endpoint=user@host/storage/v1/s3", full, "", false},
 		{"s3://b", Options{}, "", false},
+		// A key and a secret holding a "/" typed before the bucket:
+		// url.Parse reads KEY:123 as the bucket and the rest as a prefix.
+		{"s3://KEY:123/secret@bucket", full, "", false},
+		{"supabase://KEY:123/secret@bucket", full, "", false},
+		{"s3://bucket:9000/p", full, "", false},
 		{"supabase://b?x=1", full, "", false},
 		{"supabase://b", Options{}, "", false},
 		{"supabase://b", Options{SupabaseURL: "abc.supabase.co", SupabaseServiceKey: "k"}, "", false},
@@ -90,7 +95,7 @@ func TestOpenURLs(t *testing.T) {
 				if err == nil || errcode.Of(err) != errcode.InvalidInput || errcode.HintOf(err) == "" {
 					t.Fatalf("Open = %v, %v; want invalid_input with a hint", s, err)
 				}
-				if strings.Contains(err.Error(), "secret") {
+				if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "123") {
 					t.Errorf("error leaks the secret: %v", err)
 				}
 				return

@@ -85,6 +85,9 @@ func openSupabase(rawURL string, opts Options) (Store, error) {
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, badURL(rawURL, "supabase:// URLs take only a bucket and a prefix; the project comes from SUPABASE_URL")
 	}
+	if strings.Contains(u.Host, ":") {
+		return nil, badURL(rawURL, "%s", colonInBucket).WithHint("set SUPABASE_URL (https://<ref>.supabase.co) and SUPABASE_SERVICE_KEY (the service_role key), or --supabase-url and --supabase-service-key")
+	}
 	s := &supabaseStore{bucket: u.Host, prefix: strings.Trim(u.Path, "/"), key: opts.SupabaseServiceKey, opts: opts}
 	if s.bucket == "" {
 		s.bucket = DefaultSupabaseBucket

@@ -708,3 +708,28 @@ func TestResolveWith(t *testing.T) {
 		}
 	}
 }
+
+// TestRedact: what errors, logs and pasted hints show of a store URL. A
+// user:password@ part goes wherever it is typed, also with a "/" in the
+// secret; a file:// path may hold an "@", which is a folder's name, not a
+// credential.
+func TestRedact(t *testing.T) {
+	tests := []struct{ url, want string }{
+		{"s3://AKID:secret@bucket/pfx", "s3://REDACTED@bucket/pfx"},
+		{"s3://AKID:se/cret@bucket/pfx", "s3://REDACTED@bucket/pfx"},
+		{"supabase://svc:k@bucket", "supabase://REDACTED@bucket"},
+		{"s3://b/p?endpoint=https://k:s@h:9000&region=eu", "s3://b/p?endpoint=https://REDACTED@h:9000&region=eu"},
+		{"s3://b/p?secret_key=x", "s3://b/p?secret_key=REDACTED"},
+		{"file:///srv/snaps@nas/x", "file:///srv/snaps@nas/x"},
+		{"file://user@localhost/srv/x", "file://REDACTED@localhost/srv/x"},
+		{"file:///srv/x?token=1", "file:///srv/x?token=REDACTED"},
+		{"file:///srv/x", "file:///srv/x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			if got := Redact(tt.url); got != tt.want {
+				t.Errorf("Redact(%q) = %q, want %q", tt.url, got, tt.want)
+			}
+		})
+	}
+}
