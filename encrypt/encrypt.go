@@ -51,7 +51,18 @@ const identityHint = "set " + EnvIdentity + " (or " + FlagIdentity + ") to the i
 func missingIdentityHint(path string) string {
 	return "point " + EnvIdentity + " (or " + FlagIdentity + ") at the identity file whose public key " +
 		"your snapshots are encrypted to (a new key cannot decrypt them); only if none was made yet, create it there with: " +
-		"`director key generate --out " + shellquote.Quote(path) + "`"
+		generateOut(path)
+}
+
+// generateOut is the key generate command that writes a new identity to
+// path, in backticks. A path starting with a ~ that no shell expanded gets
+// no command: key generate would refuse it (pasted in quotes, as a hint
+// quotes it, it would write the secret key under a directory named ~).
+func generateOut(path string) string {
+	if strings.HasPrefix(path, "~") {
+		return fmt.Sprintf("key generate --out with the full path (no shell expanded the ~ of %q)", path)
+	}
+	return "`director key generate --out " + shellquote.Quote(path) + "`"
 }
 
 const recipientsHint = "set " + EnvRecipients + " (or " + FlagRecipients + ") to age1… public keys separated by " +
@@ -190,7 +201,7 @@ func forArgument() identityUse {
 	return identityUse{
 		code: errcode.InvalidInput,
 		missing: func(path string) string {
-			return "check the path; to make a new identity in that file: `director key generate --out " + shellquote.Quote(path) + "`"
+			return "check the path; to make a new identity in that file: " + generateOut(path)
 		},
 		wrong: "give the path of an age identity file: one that holds an " + secretPrefix + "… line (key generate and age-keygen write such files)",
 		recipients: "these are public keys already, what key recipient would print: use them as they are (in " + EnvRecipients +

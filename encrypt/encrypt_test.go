@@ -603,6 +603,24 @@ func TestMissingIdentityHintMakesThatFile(t *testing.T) {
 	}
 }
 
+// TestMissingIdentityHintNeverGivesATildePath: an identity file named
+// with a ~ no shell expanded gets no key generate command for that path:
+// pasted as the hint quotes it, it wrote a secret key to ./~/k.txt.
+func TestMissingIdentityHintNeverGivesATildePath(t *testing.T) {
+	for _, load := range []struct {
+		name string
+		f    func(string) ([]age.Identity, error)
+	}{{"LoadIdentities", LoadIdentities}, {"LoadIdentityFile", LoadIdentityFile}} {
+		for _, p := range []string{"~/k.txt", "~alice/k.txt", "~"} {
+			_, err := load.f(p)
+			hint := errcode.HintOf(err)
+			if err == nil || strings.Contains(hint, "`") || !strings.Contains(hint, "full path") {
+				t.Errorf("%s(%q) = %v, hint %q; want no command in backticks, and the full path asked for", load.name, p, err, hint)
+			}
+		}
+	}
+}
+
 // Decryptable flags only a sure mismatch: recipients none of which is the
 // public key of one of the identities.
 func TestDecryptable(t *testing.T) {

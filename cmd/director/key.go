@@ -66,7 +66,7 @@ func recipientsIf(on bool) keyUse {
 func loadKeys(c *cli.Context, use keyUse) (rs []age.Recipient, ids []age.Identity, unusedDefault, err error) {
 	if s := c.String("age-recipients"); use&useRecipients != 0 && s != "" {
 		for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' }) {
-			if err := tildeErr(keySource(c, "age-recipients", encrypt.EnvRecipients), f, ""); err != nil {
+			if err := tildeErr(flagSource(c, "age-recipients", encrypt.EnvRecipients), f, ""); err != nil {
 				return nil, nil, nil, err
 			}
 		}
@@ -114,7 +114,7 @@ func identitySettingErr(c *cli.Context) error {
 	if p == "" {
 		return nil
 	}
-	return tildeErr(keySource(c, "age-identity", encrypt.EnvIdentity), p, "")
+	return tildeErr(flagSource(c, "age-identity", encrypt.EnvIdentity), p, "")
 }
 
 func identityPath(c *cli.Context) (path string, isDefault bool) {
@@ -186,6 +186,9 @@ func keyGenerate(c *cli.Context) error {
 			WithHint("give the file with --out FILE")
 	}
 	out := c.String("out")
+	if err := tildeErr("--out", out, ""); err != nil {
+		return err // it would write the secret key under a directory named ~
+	}
 	if out == "-" {
 		return keyGenerateToStdout(g)
 	}
@@ -275,6 +278,9 @@ func keyRecipient(c *cli.Context) error {
 		// A FILE argument is read for its public keys alone: what is
 		// wrong with it is invalid input, said of that file.
 		path = c.Args().First()
+		if err := tildeErr("the FILE argument", path, ""); err != nil {
+			return err
+		}
 		ids, err = encrypt.LoadIdentityFile(path)
 	default:
 		return errcode.New(errcode.InvalidInput, "key recipient takes at most one FILE, got %d arguments", c.NArg()).
@@ -301,9 +307,9 @@ func keyRecipient(c *cli.Context) error {
 	return nil
 }
 
-// keySource names where the key setting flag came from: the variable env
+// flagSource names where the setting flag came from: the variable env
 // when it holds the flag's value, else --flag.
-func keySource(c *cli.Context, flag, env string) string {
+func flagSource(c *cli.Context, flag, env string) string {
 	if v := c.String(flag); v != "" && os.Getenv(env) == v {
 		return env
 	}

@@ -98,7 +98,7 @@ func checkOpen(c *cli.Context, m *profiles.Manager, _ bool) error {
 			return fmt.Errorf("profile open %s --snapshot: %w", name, err)
 		}
 	}
-	if _, err := launcher.Find(c.String("chrome")); err != nil {
+	if _, err := findChrome(c); err != nil {
 		return err
 	}
 	if !c.Bool("headless") {

@@ -21,7 +21,6 @@ import (
 	"director/errcode"
 	"director/internal/bytesize"
 	"director/internal/progress"
-	"director/launcher"
 	"director/profiles"
 	"director/snapshot"
 )
@@ -74,7 +73,10 @@ func newManager(c *cli.Context, keys keyUse) (*profiles.Manager, error) {
 		MaxSize:              maxSize,
 		MaxUnpacked:          maxUnpacked,
 		ChromeVersion: func(ctx context.Context) (string, error) {
-			path, err := launcher.Find(c.String("chrome"))
+			if err := chromeSettingErr(c); err != nil {
+				return "", err
+			}
+			path, err := findChrome(c)
 			v := ""
 			if err == nil {
 				v, err = chromeVersion(ctx, path)
@@ -341,6 +343,9 @@ func profileCommands() []*cli.Command {
 					// store's latest snapshot over the profile instead.
 					return errcode.New(errcode.InvalidInput, "--archive is empty").
 						WithHint("give --archive the path of a .tar.zst or .tar.zst.age file, or leave it out to restore from the store")
+				}
+				if err := tildeErr("--archive", c.String("archive"), ""); err != nil {
+					return err
 				}
 				if ref != "" && c.String("archive") != "" {
 					return errcode.New(errcode.InvalidInput, "give either a snapshot ID or --archive, not both").

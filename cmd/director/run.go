@@ -109,6 +109,9 @@ func runWorkflow(c *cli.Context) error {
 		return errcode.New(errcode.InvalidInput, "--keep %d: the number of audit events to keep cannot be negative", c.Int("keep")).
 			WithHint("pass 0 to keep every event, or a positive N")
 	}
+	if err := tildeErr("the workflow FILE", c.Args().First(), ""); err != nil {
+		return err
+	}
 	w, err := workflows.Load(c.Args().First(), workflows.LoadOptions{Vars: vars})
 	if err != nil {
 		return err
@@ -121,6 +124,9 @@ func runWorkflow(c *cli.Context) error {
 	}
 	artifacts := c.String("artifacts")
 	if artifacts != "" {
+		if err := tildeErr("--artifacts", artifacts, ""); err != nil {
+			return err
+		}
 		if err := prepareArtifactsDir(artifacts); err != nil {
 			return err
 		}
@@ -129,7 +135,7 @@ func runWorkflow(c *cli.Context) error {
 		// Before the profile is locked and restored: a Chrome that cannot
 		// be found, or a headed one without a display, fails the run now,
 		// as browser_launch_failed.
-		if _, err := launcher.Find(c.String("chrome")); err != nil {
+		if _, err := findChrome(c); err != nil {
 			return err
 		}
 		switch {

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"director/errcode"
+	"director/launcher"
 )
 
 // settingFlag is a string flag that an environment variable can set too
@@ -114,4 +115,21 @@ func tildeErr(source, p, scheme string) error {
 	}
 	return errcode.New(errcode.InvalidInput, "%s holds %q, whose ~ no shell expanded (an env file, a crontab line or a quoted value keep it as it is)", source, p).
 		WithHint("%s", hint)
+}
+
+// chromeSettingErr is what is wrong with the --chrome / CHROME_PATH
+// setting itself: a ~ no shell expanded (tildeErr). It is asked only by the
+// commands that start or ask Chrome, so that profile list works whatever
+// the setting holds.
+func chromeSettingErr(c *cli.Context) error {
+	return tildeErr(flagSource(c, "chrome", "CHROME_PATH"), c.String("chrome"), "")
+}
+
+// findChrome is launcher.Find of --chrome / CHROME_PATH, once
+// chromeSettingErr has passed.
+func findChrome(c *cli.Context) (string, error) {
+	if err := chromeSettingErr(c); err != nil {
+		return "", err
+	}
+	return launcher.Find(c.String("chrome"))
 }

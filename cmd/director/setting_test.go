@@ -191,6 +191,7 @@ func TestTildeNoShellExpanded(t *testing.T) {
 	t.Chdir(cwd)
 	other := withProfile(t) // a home with profile work, outside cwd (it sets HOME)
 	home, _ := os.UserHomeDir()
+	wf := writeWF(t, t.TempDir(), "shot.yaml", "name: shot\nprofile: null\nsteps:\n  - navigate: http://127.0.0.1:1/\n  - screenshot: a.png\n")
 	for _, c := range []struct {
 		name     string
 		env      map[string]string
@@ -205,6 +206,17 @@ func TestTildeNoShellExpanded(t *testing.T) {
 		{"DIRECTOR_AGE_IDENTITY, key generate", map[string]string{"DIRECTOR_AGE_IDENTITY": "~/k.txt"}, []string{"--home", other, "key", "generate", "--out", filepath.Join(other, "new.txt")}, "DIRECTOR_AGE_IDENTITY", filepath.Join(home, "k.txt")},
 		{"file://~ store", map[string]string{"DIRECTOR_STORE": "file://~/snaps"}, []string{"--home", other, "profile", "list"}, "DIRECTOR_STORE", "file://" + filepath.Join(home, "snaps")},
 		{"recipients file", nil, []string{"--home", other, "--age-recipients", "~/r.txt", "profile", "snapshot", "work"}, "--age-recipients", filepath.Join(home, "r.txt")},
+		// Paths a command writes to or reads, which bash leaves as they
+		// are after "=" or in quotes: key generate --out=~/k2.txt wrote
+		// a secret key to ./~/k2.txt, run --artifacts '~/shots' wrote
+		// ./~/shots/a.png.
+		{"key generate --out=~", nil, []string{"--home", other, "key", "generate", "--out=~/k2.txt"}, "--out", filepath.Join(home, "k2.txt")},
+		{"key recipient ~FILE", nil, []string{"--home", other, "key", "recipient", "~/k.txt"}, "the FILE argument", filepath.Join(home, "k.txt")},
+		{"run --artifacts ~", nil, []string{"--home", other, "run", wf, "--artifacts", "~/shots"}, "--artifacts", filepath.Join(home, "shots")},
+		{"run ~FILE", nil, []string{"--home", other, "run", "~/x.yaml"}, "the workflow FILE", filepath.Join(home, "x.yaml")},
+		{"restore --archive ~", nil, []string{"--home", other, "profile", "restore", "w2", "--archive", "~/t.age"}, "--archive", filepath.Join(home, "t.age")},
+		{"CHROME_PATH", map[string]string{"CHROME_PATH": "~/bin/chrome"}, []string{"--home", other, "profile", "open", "work", "--headless"}, "CHROME_PATH", filepath.Join(home, "bin/chrome")},
+		{"--chrome=~, run", nil, []string{"--home", other, "--chrome=~/bin/chrome", "run", wf}, "--chrome", filepath.Join(home, "bin/chrome")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for k, v := range c.env {
@@ -219,7 +231,10 @@ func TestTildeNoShellExpanded(t *testing.T) {
 			if entries, _ := os.ReadDir(cwd); len(entries) != 0 {
 				t.Fatalf("the refused command made %v in the working directory", entries)
 			}
-			cmd := slices.IndexFunc(c.args, func(a string) bool { return a == "profile" || a == "key" })
+			if strings.Contains(e["hint"].(string), "~") {
+				t.Errorf("the hint gives a ~ path: %s", e["hint"])
+			}
+			cmd := slices.IndexFunc(c.args, func(a string) bool { return a == "profile" || a == "key" || a == "run" })
 			if code, _, errOut := runDirector(t, append(slices.Clone(c.args[:cmd]), "version")...); code != 0 {
 				t.Fatalf("version with the same settings: exit %d %s", code, errOut)
 			}
