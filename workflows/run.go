@@ -269,6 +269,30 @@ func redactErr(w *Workflow, err error) error {
 	return &errcode.Error{Code: errcode.Of(err), Msg: rmsg, Hint: rhint}
 }
 
+// Preflight fails when the settings would refuse the snapshot a run of w
+// takes (a remote store without encryption; recipients that leave out
+// this machine's identity, when the run also restores), so that it is
+// known before anything is locked, restored, launched or recorded, not
+// after the whole run. Run asks it first; a caller that reports a run
+// that never started differently from one that failed (director run) asks
+// it before Run.
+func (r *Runner) Preflight(w *Workflow) error {
+	if w.Incognito || r.Profiles == nil || !w.MaySnapshot() || r.RemoteBrowser {
+		return nil
+	}
+	if serr := r.Profiles.SnapshotAllowed(); serr != nil {
+		return errcode.Hinted(serr, errcode.Of(serr), errcode.HintOf(serr)+"; or set snapshot: never in "+w.File,
+			"%s would snapshot profile %s", w.File, w.Profile)
+	}
+	if w.Restore != RestoreNone {
+		if serr := r.Profiles.RoundTripAllowed(); serr != nil {
+			return errcode.Hinted(serr, errcode.Of(serr), errcode.HintOf(serr),
+				"%s restores and snapshots profile %s", w.File, w.Profile)
+		}
+	}
+	return nil
+}
+
 func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) {
 	if r.Launch == nil {
 		return errcode.New(errcode.Internal, "workflows: runner without a launcher").WithHint("this is a bug in director; report it")
@@ -276,18 +300,8 @@ func (r *Runner) run(ctx context.Context, w *Workflow, res *Result) (err error) 
 	if !w.Incognito && r.Profiles == nil {
 		return errcode.New(errcode.Internal, "workflows: runner without a profiles manager").WithHint("this is a bug in director; report it")
 	}
-	if w.MaySnapshot() && !r.RemoteBrowser {
-		// Known now, not after the whole run.
-		if serr := r.Profiles.SnapshotAllowed(); serr != nil {
-			return errcode.Hinted(serr, errcode.Of(serr), errcode.HintOf(serr)+"; or set snapshot: never in "+w.File,
-				"%s would snapshot profile %s", w.File, w.Profile)
-		}
-		if w.Restore != RestoreNone {
-			if serr := r.Profiles.RoundTripAllowed(); serr != nil {
-				return errcode.Hinted(serr, errcode.Of(serr), errcode.HintOf(serr),
-					"%s restores and snapshots profile %s", w.File, w.Profile)
-			}
-		}
+	if err := r.Preflight(w); err != nil {
+		return err
 	}
 
 	// The profile lock is held for the whole run: a second run (or a

@@ -189,6 +189,13 @@ func runWorkflow(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		// Settings that would refuse the run's snapshot refuse the run
+		// before it starts, as a bad --artifacts does: the plain error,
+		// not a failed run's result, and before the catalog is created.
+		r.Profiles = m
+		if err := r.Preflight(w); err != nil {
+			return err
+		}
 		if m.Catalog == nil && w.Restore != workflows.RestoreNone {
 			// A home without a catalog yet: a snapshot the run cannot
 			// restore fails it before the home and director.db are

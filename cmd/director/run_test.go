@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"director/catalog"
+	"director/encrypt"
 	"director/errcode"
 	"director/internal/testenv"
 	"director/internal/testsite"
@@ -107,6 +108,69 @@ func TestRunRefusedRestoreResult(t *testing.T) {
 			code, out, errOut = runDirector(t, "--home", home, "run", p)
 			if code != 1 || !strings.HasPrefix(out, "failed: workflow pinned on profile work") || !strings.Contains(errOut, "[snapshot_not_found]") {
 				t.Errorf("text: exit %d:\n%s%s", code, out, errOut)
+			}
+		})
+	}
+}
+
+// TestRunRefusedBeforeItStarts: settings that would refuse the run's
+// snapshot (an unencrypted one to a remote store; recipients that leave
+// out this machine's identity, when it also restores) refuse the run
+// before it starts, as docs/workflows.md says of a run that never starts:
+// the plain error object under --json, the one error line without, exit 2,
+// and no catalog made in a fresh home. They printed a failed run's result
+// ("status":"failed", "login_check":"not_run"; "failed: workflow … in 0s").
+func TestRunRefusedBeforeItStarts(t *testing.T) {
+	check := "login_check: {url: 'http://127.0.0.1:1/account', logged_in_selector: '#me'}\n"
+	other, err := encrypt.Generate(filepath.Join(t.TempDir(), "other.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		policy  string
+		env     map[string]string
+		args    []string
+		keyed   bool // the home holds an identity (key generate)
+		message string
+	}{
+		{"unencrypted snapshot to a remote store", "restore: none\n",
+			map[string]string{"AWS_ACCESS_KEY_ID": "dummy", "AWS_SECRET_ACCESS_KEY": "dummy"},
+			[]string{"--store", "s3://bkt?endpoint=127.0.0.1:9&insecure=true"}, false, "refusing to upload an unencrypted profile"},
+		{"own identity not among the recipients", "",
+			map[string]string{encrypt.EnvRecipients: other}, nil, true, "identity is not among the recipients"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			home := cliEnv(t)
+			t.Setenv("CHROME_PATH", os.Args[0]) // found; never started
+			if c.keyed {
+				if code, _, errOut := runDirector(t, "--home", home, "key", "generate"); code != 0 {
+					t.Fatalf("key generate: %d %s", code, errOut)
+				}
+			}
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			p := writeWF(t, t.TempDir(), "refresh.yaml", "name: refresh\nprofile: work\n"+c.policy+check+"steps:\n  - navigate: http://127.0.0.1:1/\n")
+			args := append([]string{"--home", home}, c.args...)
+			code, out, errOut := runDirector(t, append(args, "--json", "run", p)...)
+			m := firstJSON(t, out)
+			e, _ := m["error"].(map[string]any)
+			msg, _ := e["message"].(string)
+			if code != errcode.ExitUsage || m["status"] != "error" || e["code"] != "invalid_input" || !strings.Contains(msg, c.message) {
+				t.Fatalf("--json: exit %d:\n%s%s\nwant exit 2 and {\"status\":\"error\",\"error\":{\"code\":\"invalid_input\"…}}", code, out, errOut)
+			}
+			for _, k := range []string{"workflow", "login_check", "steps", "durations"} {
+				if _, ok := m[k]; ok {
+					t.Errorf("--json: a run's field %q in the error object of a run that never started:\n%s", k, out)
+				}
+			}
+			code, out, errOut = runDirector(t, append(args, "run", p)...)
+			if code != errcode.ExitUsage || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, c.message) || !strings.Contains(errOut, "[invalid_input]") {
+				t.Errorf("text: exit %d, stdout %q, stderr %q; want exit 2, nothing on stdout, the error line on stderr", code, out, errOut)
+			}
+			if _, err := os.Stat(filepath.Join(home, "director.db")); err == nil {
+				t.Errorf("a run refused before it started created the catalog")
 			}
 		})
 	}
