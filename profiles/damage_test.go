@@ -59,30 +59,47 @@ func TestDamagedArchiveFileIsCorrupt(t *testing.T) {
 		c[at] ^= 0x40
 		return c
 	}
+	half := func(b []byte) []byte { return b[:len(b)/2] }
+	// list is the command the hint gives for the store's snapshots: those
+	// of the profile the archive was taken of (work), whatever profile it
+	// is restored as; of every profile when its manifest could not be read.
+	// Restored as work3, the hint said `director profile snapshots work3`:
+	// "no snapshots of work3".
+	const list = "`director profile snapshots work`"
 	tests := []struct {
 		name      string
 		encrypted bool
 		damage    func(b []byte) []byte
 		ids       []age.Identity
 		code      errcode.Code
+		into      string // the profile restored, work when ""
+		list      string
 	}{
-		{"plain, cut in half", false, func(b []byte) []byte { return b[:len(b)/2] }, nil, errcode.SnapshotCorrupt},
-		{"plain, byte altered", false, func(b []byte) []byte { return flip(b, len(b)/2) }, nil, errcode.SnapshotCorrupt},
-		{"encrypted, cut in half", true, func(b []byte) []byte { return b[:len(b)/2] }, []age.Identity{id}, errcode.SnapshotCorrupt},
-		{"encrypted, cut in its last chunk", true, func(b []byte) []byte { return b[:len(b)-7] }, []age.Identity{id}, errcode.SnapshotCorrupt},
-		{"encrypted, byte altered", true, func(b []byte) []byte { return flip(b, len(b)/2) }, []age.Identity{id}, errcode.SnapshotCorrupt},
-		{"encrypted, whole, another key", true, func(b []byte) []byte { return b }, []age.Identity{other}, errcode.DecryptFailed},
-		{"encrypted, whole, no key", true, func(b []byte) []byte { return b }, nil, errcode.DecryptFailed},
+		{"plain, cut in half", false, half, nil, errcode.SnapshotCorrupt, "", list},
+		{"plain, byte altered", false, func(b []byte) []byte { return flip(b, len(b)/2) }, nil, errcode.SnapshotCorrupt, "", list},
+		{"encrypted, cut in half", true, half, []age.Identity{id}, errcode.SnapshotCorrupt, "", list},
+		{"encrypted, cut in its last chunk", true, func(b []byte) []byte { return b[:len(b)-7] }, []age.Identity{id}, errcode.SnapshotCorrupt, "", list},
+		{"encrypted, byte altered", true, func(b []byte) []byte { return flip(b, len(b)/2) }, []age.Identity{id}, errcode.SnapshotCorrupt, "", list},
+		{"encrypted, whole, another key", true, func(b []byte) []byte { return b }, []age.Identity{other}, errcode.DecryptFailed, "", ""},
+		{"encrypted, whole, no key", true, func(b []byte) []byte { return b }, nil, errcode.DecryptFailed, "", ""},
+		{"plain, cut in half, restored as another profile", false, half, nil, errcode.SnapshotCorrupt, "work3", list},
+		{"encrypted, cut in half, restored as another profile", true, half, []age.Identity{id}, errcode.SnapshotCorrupt, "work3", list},
+		{"plain, cut in its manifest, restored as another profile", false, func(b []byte) []byte { return b[:64] }, nil, errcode.SnapshotCorrupt, "work3",
+			"`director profile snapshots` lists those of every profile"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newTestManager(t)
 			m.Identities = tt.ids
-			if err := m.Create(ctx, "work"); err != nil {
+			into := tt.into
+			if into == "" {
+				into = "work"
+			}
+			if err := m.Create(ctx, into); err != nil {
 				t.Fatal(err)
 			}
-			writeProfile(t, m.Dir("work"), "local")
-			before := readTree(t, m.Dir("work"))
+			writeProfile(t, m.Dir(into), "local")
+			before := readTree(t, m.Dir(into))
 			file := filepath.Join(t.TempDir(), "arch.tar.zst")
 			if tt.encrypted {
 				file += ".age"
@@ -90,7 +107,7 @@ func TestDamagedArchiveFileIsCorrupt(t *testing.T) {
 			if err := os.WriteFile(file, tt.damage(archives[tt.encrypted]), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := m.Restore(ctx, "work", "", RestoreOptions{Archive: file, Force: true})
+			_, err := m.Restore(ctx, into, "", RestoreOptions{Archive: file, Force: true})
 			if errcode.Of(err) != tt.code {
 				t.Fatalf("restore: %v (%s), want %s", err, errcode.Of(err), tt.code)
 			}
@@ -99,14 +116,14 @@ func TestDamagedArchiveFileIsCorrupt(t *testing.T) {
 				t.Errorf("hint %q holds a placeholder or blames the store", h)
 			}
 			if tt.code == errcode.SnapshotCorrupt {
-				if !strings.Contains(h, "the file "+file+" is damaged") || !strings.Contains(h, "`director profile snapshots work`") {
-					t.Errorf("hint %q does not name the file and the profile", h)
+				if !strings.Contains(h, "the file "+file+" is damaged") || !strings.Contains(h, tt.list) || strings.Contains(h, "snapshots work3") {
+					t.Errorf("hint %q does not name the file and the store's snapshots to restore instead (%s)", h, tt.list)
 				}
 				if !strings.Contains(err.Error(), file) {
 					t.Errorf("message %q does not name the file", err)
 				}
 			}
-			sameTree(t, readTree(t, m.Dir("work")), before)
+			sameTree(t, readTree(t, m.Dir(into)), before)
 		})
 	}
 }

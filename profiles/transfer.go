@@ -759,13 +759,16 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 	// first checked against the catalog's sha256, so that a damaged archive
 	// is named as such (damagedArchive); hashChecked says BeforeSwap did.
 	hashChecked := false
+	// archiveOf is the profile an --archive file's manifest names, once
+	// read: a damaged file's hint sends to that profile's snapshots.
+	archiveOf := ""
 	failed := func(err error) error {
 		var over *snapshot.UnpackedLimitError
 		if errors.As(err, &over) {
 			return overUnpacked(err, false) // refused by a setting, not damage
 		}
 		if o.Archive != "" {
-			return damagedFile(name, o.Archive, err)
+			return damagedFile(name, o.Archive, archiveOf, err)
 		}
 		if expectSHA == "" || hashChecked {
 			return err
@@ -778,8 +781,11 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		}
 	}
 	man, err := snapshot.Restore(ctx, body, m.Dir(name), snapshot.RestoreOptions{
-		ExtractOptions: snapshot.ExtractOptions{MaxArchiveBytes: maxSize, MaxUnpackedBytes: m.maxUnpacked()},
-		Status:         status,
+		ExtractOptions: snapshot.ExtractOptions{
+			MaxArchiveBytes: maxSize, MaxUnpackedBytes: m.maxUnpacked(),
+			ManifestRead: func(man *snapshot.Manifest) { archiveOf = man.Profile },
+		},
+		Status: status,
 		BeforeSwap: func(man *snapshot.Manifest) error {
 			// Drain what follows the tar stream: through the decrypter first,
 			// so that age authenticates the final chunk, then the raw bytes,
@@ -1350,14 +1356,26 @@ func damagedArchive(name string, row catalog.Snapshot, hr *hashingReader, cause 
 // a hint naming the file. age's errors said decrypt_failed, "modified or
 // truncated in the store", though the file is local and the same damage in
 // a plaintext archive was snapshot_corrupt. A snapshot of a newer director
-// is not damage, nor is a key problem.
-func damagedFile(name, path string, err error) error {
+// is not damage, nor is a key problem. of is the profile the archive's
+// manifest names, "" when it could not be read: the store's snapshots the
+// hint sends to are that profile's, which need not be name (an archive of
+// work restored as work3).
+func damagedFile(name, path, of string, err error) error {
 	var nf *snapshot.NewerFormatError
 	if errors.As(err, &nf) || !errors.Is(err, encrypt.ErrDamaged) && errcode.Of(err) != errcode.SnapshotCorrupt {
 		return err
 	}
+	var where string
+	switch {
+	case of == name:
+		where = fmt.Sprintf("restore a snapshot from the store (`director profile snapshots %s`)", name)
+	case of != "" && ValidateName(of) == nil:
+		where = fmt.Sprintf("restore one of the store's snapshots of %s, the profile it was taken of (`director profile snapshots %s`)", of, of)
+	default:
+		where = "restore a snapshot from the store (`director profile snapshots` lists those of every profile; the file's own profile could not be read)"
+	}
 	return errcode.Hinted(err, errcode.SnapshotCorrupt,
-		fmt.Sprintf("the file %s is damaged or incomplete (a truncated or altered copy): copy it again from where it came from, or restore a snapshot from the store (`director profile snapshots %s`)", path, name),
+		fmt.Sprintf("the file %s is damaged or incomplete (a truncated or altered copy): copy it again from where it came from, or %s", path, where),
 		"archive file %s", path)
 }
 

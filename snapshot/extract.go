@@ -43,6 +43,10 @@ type ExtractOptions struct {
 	// must have the sha256 Expect gives it, so that a damaged file is named.
 	// Without it a version 2 archive is checked against its own digest.
 	Expect *Manifest
+	// ManifestRead, if set, is given the archive's own manifest once it
+	// has been read and parsed, before the entries that follow: a caller
+	// then knows which profile an archive that fails later belongs to.
+	ManifestRead func(m *Manifest)
 }
 
 // maxDigestBytes bounds the DigestPath entry; Create writes about 80 bytes.
@@ -202,6 +206,9 @@ func readArchive(ctx context.Context, r io.Reader, opts ExtractOptions, out sink
 	m, err := a.readManifest(tr, opts)
 	if err != nil {
 		return nil, err
+	}
+	if opts.ManifestRead != nil {
+		opts.ManifestRead(m)
 	}
 	want, err := expectedHashes(m, opts.Expect)
 	if err != nil {
