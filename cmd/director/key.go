@@ -274,6 +274,13 @@ func keyRecipient(c *cli.Context) error {
 					identityFileName, encrypt.EnvIdentity)
 		}
 		ids, err = loadIdentity(path, isDefault)
+		if err != nil {
+			// key recipient decrypts nothing: an identity file it cannot
+			// use is invalid input, as a FILE argument is, not
+			// decrypt_failed. The hint still speaks of the setting (or
+			// the default file) that named it.
+			err = &errcode.Error{Code: errcode.InvalidInput, Hint: errcode.HintOf(err), Err: err}
+		}
 	case 1:
 		// A FILE argument is read for its public keys alone: what is
 		// wrong with it is invalid input, said of that file.

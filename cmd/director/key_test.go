@@ -184,6 +184,52 @@ func TestKeyRecipientOfTheWrongFile(t *testing.T) {
 	}
 }
 
+// TestKeyRecipientCodeIsTheSameWhereverTheFileIsNamed: an identity file
+// key recipient cannot use (readable by others, missing, not an identity)
+// is invalid_input (exit 2) whether it is given as FILE, in
+// DIRECTOR_AGE_IDENTITY or is the default <home>/age-identity.txt. The
+// last two were decrypt_failed (exit 1), though nothing is decrypted.
+func TestKeyRecipientCodeIsTheSameWhereverTheFileIsNamed(t *testing.T) {
+	t.Setenv(encrypt.EnvIdentity, "")
+	home := t.TempDir()
+	def := filepath.Join(home, "age-identity.txt")
+	if code, _, errOut := runDirector(t, "--home", home, "key", "generate"); code != 0 {
+		t.Fatalf("generate: %d %s", code, errOut)
+	}
+	if err := os.Chmod(def, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recips := filepath.Join(home, "recips.txt")
+	if err := os.WriteFile(recips, []byte("age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(home, "nope.txt")
+	for _, c := range []struct {
+		name string
+		env  string // DIRECTOR_AGE_IDENTITY
+		args []string
+		msg  string
+	}{
+		{"open FILE", "", []string{"key", "recipient", def}, "accessible by other users"},
+		{"open default", "", []string{"key", "recipient"}, "accessible by other users"},
+		{"open DIRECTOR_AGE_IDENTITY", def, []string{"key", "recipient"}, "accessible by other users"},
+		{"missing DIRECTOR_AGE_IDENTITY", missing, []string{"key", "recipient"}, "does not exist"},
+		{"recipients in DIRECTOR_AGE_IDENTITY", recips, []string{"key", "recipient"}, "is not an age identity"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(encrypt.EnvIdentity, c.env)
+			code, out, errOut := runDirector(t, append([]string{"--home", home, "--json"}, c.args...)...)
+			var res errorJSON
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatalf("not one JSON object: %v\n%s%s", err, out, errOut)
+			}
+			if code != errcode.ExitUsage || res.Error.Code != errcode.InvalidInput || !strings.Contains(res.Error.Message, c.msg) || res.Error.Hint == "" {
+				t.Errorf("exit %d: %+v; want exit 2, invalid_input, ~%q, with a hint", code, res.Error, c.msg)
+			}
+		})
+	}
+}
+
 // TestKeyGenerateToStdout: `--out -` prints the identity on stdout (what a
 // pipe into a secret manager reads), the public key on stderr, and writes no
 // file named "-"; with --json it is refused, since the result needs stdout.
@@ -404,7 +450,7 @@ func TestKeyHintChainsEndInSuccess(t *testing.T) {
 		{"the identity setting names a missing file", func(dir string) []string {
 			t.Setenv(encrypt.EnvIdentity, filepath.Join(dir, "it's keys", "id.txt"))
 			return []string{"key", "recipient"}
-		}, errcode.DecryptFailed},
+		}, errcode.InvalidInput}, // key recipient decrypts nothing
 		{"FILE does not exist", func(dir string) []string {
 			return []string{"key", "recipient", filepath.Join(dir, "my keys", "id.txt")}
 		}, errcode.InvalidInput},
@@ -488,12 +534,19 @@ func TestDefaultIdentity(t *testing.T) {
 				}
 				continue
 			}
+			if args[0] == "key" {
+				// key recipient decrypts nothing: the file is invalid
+				// input, as it is given as FILE (README), not
+				// decrypt_failed.
+				if code != errcode.ExitUsage || !strings.Contains(errOut, "[invalid_input]") || !strings.Contains(errOut, "the default one") ||
+					!strings.Contains(errOut, "chmod 600") {
+					t.Errorf("%q with a default identity others can read: exit %d, %s; want invalid_input naming the default identity, with chmod 600", args, code, errOut)
+				}
+				continue
+			}
 			if code != errcode.ExitFailure || !strings.Contains(errOut, "[decrypt_failed]") || !strings.Contains(errOut, "the default one") ||
 				!strings.Contains(errOut, "chmod 600") {
 				t.Errorf("%q with a default identity others can read: exit %d, %s; want decrypt_failed naming the default identity, with chmod 600", args, code, errOut)
-			}
-			if args[0] == "key" {
-				continue
 			}
 			// Under --json (cron) the error itself, not only the log
 			// line before it, says why the identity was not used.
