@@ -1152,6 +1152,15 @@ func TestNewerFormatSnapshotIsNotPassedOver(t *testing.T) {
 			t.Fatalf("error %q (hint %q): want it to say a newer director wrote it (format 99), not that it is corrupt, and to upgrade director", msg, hint)
 		}
 	}
+	// wantWords: the error speaks of what the command does. verify said
+	// "nothing was restored" and "an older snapshot still restores by its
+	// id".
+	wantWords := func(t *testing.T, err error, msg, hint, not string) {
+		t.Helper()
+		if m, h := err.Error(), errcode.HintOf(err); !strings.Contains(m, msg) || !strings.Contains(h, hint) || strings.Contains(m+h, not) {
+			t.Errorf("error %q (hint %q): want %q, a hint with %q, and no %q", m, h, msg, hint, not)
+		}
+	}
 	// machine is another machine sharing a's store, with a profile of its own.
 	machine := func(t *testing.T) *Manager {
 		b := newTestManager(t)
@@ -1172,6 +1181,7 @@ func TestNewerFormatSnapshotIsNotPassedOver(t *testing.T) {
 			if !strings.Contains(err.Error(), newer) {
 				t.Errorf("error %q does not name the newest snapshot %s", err, newer)
 			}
+			wantWords(t, err, "nothing was restored", "an older snapshot still restores by its id", "verif")
 		}},
 		{"restore it by id", func(t *testing.T, b *Manager) {
 			_, err := b.Restore(ctx, "work", newer, RestoreOptions{})
@@ -1180,11 +1190,13 @@ func TestNewerFormatSnapshotIsNotPassedOver(t *testing.T) {
 		{"verify latest", func(t *testing.T, b *Manager) {
 			_, err := b.Verify(ctx, "work", "latest")
 			wantNewer(t, err)
+			wantWords(t, err, "nothing was verified", "verify an older snapshot by its id", "restore")
 		}},
 		{"verify latest without a catalog", func(t *testing.T, b *Manager) {
 			b.Catalog = nil
 			_, err := b.Verify(ctx, "work", "latest")
 			wantNewer(t, err)
+			wantWords(t, err, "newer director", "verify an older snapshot by its id", "restore")
 			// profile snapshots lists only the catalog's: without one, the
 			// hint says how the older snapshots get there.
 			if hint := errcode.HintOf(err); !strings.Contains(hint, "`director catalog rebuild`") {

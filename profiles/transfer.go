@@ -620,7 +620,7 @@ func (m *Manager) CheckRestore(ctx context.Context, name, ref string, o RestoreO
 		_, err = m.decrypt(f)
 		return err
 	}
-	row, _, err := m.resolve(ctx, name, ref, false)
+	row, _, err := m.resolve(ctx, name, ref, false, forRestore)
 	if err != nil {
 		return err
 	}
@@ -684,7 +684,7 @@ func (m *Manager) Restore(ctx context.Context, name, ref string, o RestoreOption
 		}
 	} else {
 		var err error
-		row, unlisted, err = m.resolve(ctx, name, ref, true) // under the profile's lock
+		row, unlisted, err = m.resolve(ctx, name, ref, true, forRestore) // under the profile's lock
 		if err != nil {
 			return nil, err
 		}
@@ -915,15 +915,48 @@ func compareVersions(a, b string) int {
 // that no prune deletes one between its listing and its row (a row that
 // would point at nothing) and no snapshot of the profile is between
 // storing its manifest and inserting its row. Without adopt it only reads.
-func (m *Manager) resolve(ctx context.Context, name, ref string, adopt bool) (row catalog.Snapshot, unlisted, err error) {
-	row, err = m.resolveRow(ctx, name, ref, adopt, &unlisted)
+func (m *Manager) resolve(ctx context.Context, name, ref string, adopt bool, p purpose) (row catalog.Snapshot, unlisted, err error) {
+	row, err = m.resolveRow(ctx, name, ref, adopt, p, &unlisted)
 	if err != nil {
 		unlisted = nil // the error says it
 	}
 	return row, unlisted, err
 }
 
-func (m *Manager) resolveRow(ctx context.Context, name, ref string, adopt bool, unlisted *error) (catalog.Snapshot, error) {
+// purpose is what resolve finds a snapshot for, as its errors say it: a
+// restore, or a verify, which restores nothing.
+type purpose uint8
+
+const (
+	forRestore purpose = iota
+	forVerify
+)
+
+// done is what did not happen when resolve failed: "nothing was …".
+func (p purpose) done() string {
+	if p == forVerify {
+		return "verified"
+	}
+	return "restored"
+}
+
+// doing is what a machine that needs a newer director does.
+func (p purpose) doing() string {
+	if p == forVerify {
+		return "verifies"
+	}
+	return "restores"
+}
+
+// older is what to do with the older snapshots this director can read.
+func (p purpose) older() string {
+	if p == forVerify {
+		return "verify an older snapshot by its id"
+	}
+	return "an older snapshot still restores by its id"
+}
+
+func (m *Manager) resolveRow(ctx context.Context, name, ref string, adopt bool, p purpose, unlisted *error) (catalog.Snapshot, error) {
 	store, err := m.catalogStore(ctx)
 	if err != nil {
 		return catalog.Snapshot{}, err
@@ -984,7 +1017,7 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, adopt bool, 
 			WithHint("list snapshots with `director profile snapshots %s`", name)
 	}
 	if m.Catalog == nil {
-		return m.latestInStore(ctx, store, name)
+		return m.latestInStore(ctx, store, name, p)
 	}
 	var locked string
 	var lockedErr, adoptErr error
@@ -1008,7 +1041,7 @@ func (m *Manager) resolveRow(ctx context.Context, name, ref string, adopt bool, 
 		// the catalog's latest instead would quietly go back in time.
 		return row, m.newestUnreadable(name, locked, lockedErr,
 			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots are encrypted to; a newly generated key cannot decrypt them",
-			"; nothing was restored")
+			"; nothing was "+p.done(), p)
 	}
 	if adoptErr != nil && err == nil {
 		// Reported by the caller (warnUnlisted) when it goes on: when it
@@ -1061,7 +1094,7 @@ func (m *Manager) adoptFromStore(ctx context.Context, store, name string) (locke
 // that has none yet). As with a catalog, a newer snapshot whose manifest
 // this machine cannot decrypt fails with decrypt_failed rather than being
 // passed over.
-func (m *Manager) latestInStore(ctx context.Context, store, name string) (catalog.Snapshot, error) {
+func (m *Manager) latestInStore(ctx context.Context, store, name string, p purpose) (catalog.Snapshot, error) {
 	var latest catalog.Snapshot
 	locked, lockedErr, err := m.storeSnapshots(ctx, store, name, func(row catalog.Snapshot) error {
 		if newerRow(row, latest) {
@@ -1075,7 +1108,7 @@ func (m *Manager) latestInStore(ctx context.Context, store, name string) (catalo
 	}
 	if locked != "" && (latest.ID == "" || idNewer(name, locked, latest)) {
 		return latest, m.newestUnreadable(name, locked, lockedErr,
-			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots are encrypted to", "")
+			"set "+encrypt.EnvIdentity+" (or "+encrypt.FlagIdentity+") to the identity file whose public key the snapshots are encrypted to", "", p)
 	}
 	if latest.ID == "" {
 		return latest, errcode.New(errcode.SnapshotNotFound, "profile %q has no snapshot in %s (and %s)", name, m.Store, m.noCatalog()).
@@ -1098,8 +1131,8 @@ func unreadable(err error) bool {
 // name, id, is one this machine cannot read (lockedErr, see unreadable):
 // decrypt_failed with keyHint for a key it does not have; for a snapshot a
 // newer director wrote, what to upgrade, and that an older snapshot still
-// restores by its id. then ends the message.
-func (m *Manager) newestUnreadable(name, id string, lockedErr error, keyHint, then string) error {
+// restores (or verifies, as p says) by its id. then ends the message.
+func (m *Manager) newestUnreadable(name, id string, lockedErr error, keyHint, then string, p purpose) error {
 	var nf *snapshot.NewerFormatError
 	if errors.As(lockedErr, &nf) {
 		// Without a catalog, profile snapshots lists nothing: the store's
@@ -1111,8 +1144,8 @@ func (m *Manager) newestUnreadable(name, id string, lockedErr error, keyHint, th
 		return errcode.New(errcode.SnapshotCorrupt,
 			"the newest snapshot of %q in %s, %s, was written by a newer director (archive format %d; this director reads formats 1 to %d)%s",
 			name, m.Store, id, nf.Version, snapshot.FormatVersion, then).
-			WithHint("upgrade director on this machine: every machine that restores from a shared store needs a director as new as the newest one that snapshots to it; "+
-				"an older snapshot still restores by its id (%s)", list)
+			WithHint("upgrade director on this machine: every machine that %s from a shared store needs a director as new as the newest one that snapshots to it; "+
+				"%s (%s)", p.doing(), p.older(), list)
 	}
 	return errcode.Hinted(lockedErr, errcode.DecryptFailed, keyHint,
 		"the newest snapshot of %q in %s, %s, is encrypted to a key this machine does not have%s", name, m.Store, id, then)
@@ -1207,15 +1240,15 @@ func idNewer(profile, id string, row catalog.Snapshot) bool {
 // catalog) it only reads, and still finds them.
 func (m *Manager) resolveForVerify(ctx context.Context, name, ref string) (catalog.Snapshot, error, error) {
 	if m.Catalog == nil {
-		return m.resolve(ctx, name, ref, false)
+		return m.resolve(ctx, name, ref, false, forVerify)
 	}
 	l, err := m.Lock(ctx, name, -1)
 	if err != nil {
 		m.log().Debug("verify reads the store's snapshots without adding them to the catalog", "profile", name, "reason", err)
-		return m.resolve(ctx, name, ref, false)
+		return m.resolve(ctx, name, ref, false, forVerify)
 	}
 	defer l.Unlock()
-	return m.resolve(ctx, name, ref, true)
+	return m.resolve(ctx, name, ref, true, forVerify)
 }
 
 // VerifyResult reports a verification.
