@@ -102,9 +102,30 @@ func checkOpen(c *cli.Context, m *profiles.Manager, _ bool) error {
 		return err
 	}
 	if !c.Bool("headless") {
-		return needDisplay("log in elsewhere and restore the snapshot here; --headless opens it without a window")
+		return needDisplay(openDisplayHint(name, c.String("url"), c.Bool("snapshot")))
 	}
 	return nil
+}
+
+// openDisplayHint is the hint of a profile open without a display: a
+// login by hand needs a window, so the way that works comes first (log in
+// where there is a display, snapshot there, restore here), then how to
+// get a display here. --headless, which shows no window to log in on,
+// comes last, for the uses that need no login, and never with --snapshot,
+// which would snapshot whatever the profile holds.
+func openDisplayHint(name, url string, snapshot bool) displayHint {
+	again := "profile open " + name
+	if url != "" {
+		again += " --url " + shellquote.Quote(url)
+	}
+	return func(fix string) string {
+		h := fmt.Sprintf("log in by hand on a machine with a display (%s --snapshot there, into a store both machines share), "+
+			"then restore that login here: `director profile restore %s latest`; or %s", again, name, fix)
+		if !snapshot {
+			h += "; --headless opens the profile without a window, for uses other than a login by hand"
+		}
+		return h
+	}
 }
 
 // profileOpen is profile open, once checkOpen has passed.
@@ -312,26 +333,35 @@ func inputSaysDone(err error, headless bool) bool {
 	return err == nil || headless
 }
 
+// displayHint makes the hint of a missing display from fix, how to get
+// one ("run it in a desktop session (or over ssh -X)"), and the command's
+// own ways out.
+type displayHint func(fix string) string
+
+// orElse is the displayHint that gives fix, then way.
+func orElse(way string) displayHint {
+	return func(fix string) string { return fix + ", or " + way }
+}
+
 // needDisplay fails with browser_launch_failed when a headed Chrome has no
 // display to show its window on (Linux without DISPLAY or WAYLAND_DISPLAY):
-// Chrome would only exit with "Missing X server". orElse ends the hint with
-// the command's own way out.
+// Chrome would only exit with "Missing X server". hint says what to do.
 //
 // A DISPLAY naming an X server that is not there (DISPLAY=:99 with no
 // server on it) fails the same way, before anything is created: Chrome
 // started, printed pages of errors ending in "Missing X server or
 // $DISPLAY", and `profile open` had made the home, the catalog and the
 // profile by then.
-func needDisplay(orElse string) error {
+func needDisplay(hint displayHint) error {
 	if runtime.GOOS != "linux" || os.Getenv("WAYLAND_DISPLAY") != "" {
 		return nil
 	}
 	display := os.Getenv("DISPLAY")
 	if display == "" {
 		return errcode.New(errcode.BrowserLaunchFailed, "no display to show Chrome on (DISPLAY and WAYLAND_DISPLAY are unset)").
-			WithHint("run it in a desktop session (or over ssh -X), or %s", orElse)
+			WithHint("%s", hint("run it in a desktop session (or over ssh -X, which sets DISPLAY)"))
 	}
-	return xServerMissing(display, orElse, func(network, addr string) error {
+	return xServerMissing(display, hint, func(network, addr string) error {
 		conn, err := net.DialTimeout(network, addr, 2*time.Second)
 		if err == nil {
 			conn.Close()
@@ -344,7 +374,7 @@ func needDisplay(orElse string) error {
 // the addresses of the X display display (as libxcb finds them) through
 // dial. A display it cannot read (host/unix:0, a launchd path) is left to
 // Chrome.
-func xServerMissing(display, orElse string, dial func(network, addr string) error) error {
+func xServerMissing(display string, hint displayHint, dial func(network, addr string) error) error {
 	addrs := xServerAddrs(display)
 	if len(addrs) == 0 {
 		return nil
@@ -357,7 +387,7 @@ func xServerMissing(display, orElse string, dial func(network, addr string) erro
 		tried = append(tried, a[1])
 	}
 	return errcode.New(errcode.BrowserLaunchFailed, "DISPLAY=%s has no X server: nothing answers on %s", display, strings.Join(tried, " or ")).
-		WithHint("start an X server on %s or set DISPLAY to one that runs, or %s", display, orElse)
+		WithHint("%s", hint(fmt.Sprintf("start an X server on %s or set DISPLAY to one that runs", display)))
 }
 
 // xServerAddrs returns the network and address of each socket an X client

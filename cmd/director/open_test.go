@@ -201,12 +201,38 @@ func TestProfileOpenHeadedNeedsDisplay(t *testing.T) {
 	}
 	t.Setenv("DISPLAY", "")
 	t.Setenv("WAYLAND_DISPLAY", "")
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"director", "--home", t.TempDir(), "--json", "profile", "open", "work"}, &stdout, &stderr)
-	var out errorJSON
-	_ = json.Unmarshal(stdout.Bytes(), &out)
-	if code != errcode.ExitFailure || out.Error.Code != errcode.BrowserLaunchFailed || !strings.Contains(out.Error.Hint, "--headless") {
-		t.Fatalf("exit %d, %s", code, stdout.String())
+	// The hint puts first what makes a login by hand work without a
+	// display here (log in where there is one, snapshot, restore here),
+	// and offers --headless, which shows no window to log in on, last and
+	// never with --snapshot: it said "--headless opens it without a
+	// window", which would snapshot whatever the profile holds.
+	for _, c := range []struct {
+		name     string
+		args     []string
+		headless bool // the hint offers --headless
+	}{
+		{"a login", []string{"--url", "https://mail.example.com"}, true},
+		{"a login to snapshot", []string{"--url", "https://mail.example.com", "--snapshot"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			home := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"director", "--home", home, "--json", "profile", "open", "work"}, c.args...), &stdout, &stderr)
+			var out errorJSON
+			_ = json.Unmarshal(stdout.Bytes(), &out)
+			h := out.Error.Hint
+			if code != errcode.ExitFailure || out.Error.Code != errcode.BrowserLaunchFailed {
+				t.Fatalf("exit %d, %s", code, stdout.String())
+			}
+			restore := "`director --home " + home + " profile restore work latest`"
+			if !strings.HasPrefix(h, "log in by hand on a machine with a display (profile open work --url https://mail.example.com --snapshot there") ||
+				!strings.Contains(h, restore) || !strings.Contains(h, "ssh -X") {
+				t.Errorf("hint %q: want first a login on a machine with a display, then %s here, then how to get a display", h, restore)
+			}
+			if i := strings.Index(h, "--headless"); (i >= 0) != c.headless || i >= 0 && i < strings.Index(h, restore) {
+				t.Errorf("hint %q: want --headless offered last (%v)", h, c.headless)
+			}
+		})
 	}
 }
 
@@ -224,7 +250,7 @@ func TestProfileOpenOnADeadDisplay(t *testing.T) {
 	display := ""
 	for n := 917; n < 1000 && display == ""; n++ {
 		d := ":" + strconv.Itoa(n)
-		if xServerMissing(d, "", func(network, addr string) error {
+		if xServerMissing(d, orElse(""), func(network, addr string) error {
 			c, err := net.Dial(network, addr)
 			if err == nil {
 				c.Close()
@@ -286,7 +312,7 @@ func TestXServerAddrs(t *testing.T) {
 				dialed = append(dialed, network+" "+addr)
 				return errors.New("refused")
 			}
-			err := xServerMissing(tt.display, "pass --headless", refuse)
+			err := xServerMissing(tt.display, orElse("pass --headless"), refuse)
 			if (err != nil) != (len(tt.want) > 0) || !slices.Equal(dialed, tt.want) {
 				t.Errorf("with nothing answering: %v after dialing %q", err, dialed)
 			}
@@ -301,7 +327,7 @@ func TestXServerAddrs(t *testing.T) {
 					}
 					return errors.New("refused")
 				}
-				if err := xServerMissing(tt.display, "", lastAnswers); err != nil {
+				if err := xServerMissing(tt.display, orElse(""), lastAnswers); err != nil {
 					t.Errorf("with the last socket answering: %v", err)
 				}
 			}

@@ -140,11 +140,11 @@ func runWorkflow(c *cli.Context) error {
 		}
 		switch {
 		case c.Bool("headed"):
-			if err := needDisplay("drop --headed to run Chrome headless"); err != nil {
+			if err := needDisplay(orElse("drop --headed to run Chrome headless")); err != nil {
 				return err
 			}
 		case !c.Bool("headless") && w.Browser.Headless != nil && !*w.Browser.Headless:
-			if err := needDisplay("pass --headless to run Chrome without a window (the workflow says browser.headless: false)"); err != nil {
+			if err := needDisplay(orElse("pass --headless to run Chrome without a window (the workflow says browser.headless: false)")); err != nil {
 				return err
 			}
 		}
