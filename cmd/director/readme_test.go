@@ -106,3 +106,37 @@ func TestCronExamplesPrune(t *testing.T) {
 		})
 	}
 }
+
+// TestREADMERecipientsSetting: README's environment table says what
+// --age-recipients takes as its help does, public keys or a recipients file
+// (it spoke of public keys alone), and a recipients file works as it says.
+func TestREADMERecipientsSetting(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `DIRECTOR_AGE_RECIPIENTS` \\|.*$").FindString(string(b))
+	var usage string
+	for _, fl := range encryptionFlags() {
+		if f, ok := fl.(*settingFlag); ok && f.Name == "age-recipients" {
+			usage = f.Usage
+		}
+	}
+	for _, what := range []string{"public", "age1…", "recipients file"} {
+		if !strings.Contains(usage, what) || !strings.Contains(row, what) {
+			t.Errorf("--age-recipients help %q and README row %q: want both to say %q", usage, row, what)
+		}
+	}
+	home := withProfile(t)
+	id := filepath.Join(t.TempDir(), "id.txt")
+	_, out, _ := runDirector(t, "--home", home, "key", "generate", "--out", id)
+	pub := regexp.MustCompile(`age1[0-9a-z]+`).FindString(out)
+	file := filepath.Join(t.TempDir(), "recipients.txt")
+	if err := os.WriteFile(file, []byte("# the restoring machine\n"+pub+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runDirector(t, "--home", home, "--json", "--age-recipients", file, "profile", "snapshot", "work"); code != 0 ||
+		decodeJSON(t, out)["snapshot"].(map[string]any)["encrypted"] != true {
+		t.Errorf("snapshot encrypted to a recipients file: exit %d %s %s", code, out, errOut)
+	}
+}
