@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,6 +27,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	argv, path, err := interspersed(app, args)
 	if err == nil {
 		err = app.RunContext(ctx, argv)
+	} else {
+		hintsOfLine(ctx, app, argv)
 	}
 	if err == nil {
 		return errcode.ExitOK
@@ -55,6 +58,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	reportError(stdout, stderr, jsonRequested(args), app.Metadata["globals"].(*globals).hints, err)
 	return errcode.ExitStatus(err)
+}
+
+// hintsOfLine sets up the globals of a line that interspersed refused
+// before the app ran, from its program name and global flags, argv, as
+// the app's Before does for a line it runs: the hint of a usage error
+// (`director --help` after `director --home DIR` alone) names the --home
+// and --store given, as that of an unknown command does. A line whose
+// global flags Before refuses keeps the default hints.
+func hintsOfLine(ctx context.Context, app *cli.App, argv []string) {
+	if len(argv) == 0 || app.Before == nil {
+		return
+	}
+	set := flag.NewFlagSet(app.Name, flag.ContinueOnError)
+	set.SetOutput(io.Discard)
+	for _, f := range app.Flags {
+		if err := f.Apply(set); err != nil {
+			return
+		}
+	}
+	if err := set.Parse(argv[1:]); err != nil {
+		return
+	}
+	c := cli.NewContext(app, set, nil)
+	c.Context = ctx
+	_ = app.Before(c)
 }
 
 // isUsageError recognises urfave/cli's own flag and argument errors.

@@ -24,14 +24,15 @@ import (
 // error here (it would otherwise take the "--" put before the positional
 // arguments as its value), and --help or -h anywhere on the line shows the
 // help of the command named (urfave/cli would take the first positional
-// argument for a help topic).
+// argument for a help topic). A line it refuses returns the program name
+// and the global flags read before the error, for the hints (hintsOfLine).
 func interspersed(app *cli.App, args []string) ([]string, string, error) {
 	path := app.Name
 	if len(args) > 0 && args[len(args)-1] == completionFlag {
 		return args, path, nil // the shell's completion asks: urfave/cli answers
 	}
 	if len(args) < 2 {
-		return nil, path, needsCommand(app.Commands, path)
+		return args, path, needsCommand(app.Commands, path)
 	}
 	out := []string{args[0]}
 	rest := helpLast(app, args[1:])
@@ -43,6 +44,15 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 	firstCmd := -1      // index in out of the first command name
 	help := false       // --help or -h anywhere, even where a value belongs
 	unknown := false    // a flag that is not the command's (urfave/cli reports it)
+	// globals is the line's program name and the global flags read so
+	// far: what a refused line returns, for its hints.
+	globals := func() []string {
+		res := out
+		if firstCmd >= 0 {
+			res = out[:firstCmd]
+		}
+		return append(append([]string{}, res...), global...)
+	}
 	i := 0
 	for i < len(rest) {
 		a := rest[i]
@@ -65,7 +75,7 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 			}
 			n, asksHelp, err := takeFlag(fl, app.Flags, rest, i, path)
 			if err != nil {
-				return nil, path, err
+				return globals(), path, err
 			}
 			if asksHelp {
 				help = true
@@ -108,7 +118,7 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 	}
 	if cmd == nil || i >= len(rest) {
 		if !help && !unknown && i >= len(rest) && (cmd == nil || len(cmds) > 0) {
-			return nil, path, needsCommand(cmds, path)
+			return globals(), path, needsCommand(cmds, path)
 		}
 		res := append(withGlobals(), rest[i:]...)
 		if help {
@@ -128,7 +138,7 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 		case isFlag && knownFlag(flags, a):
 			n, asksHelp, err := takeFlag(flags, app.Flags, rest, i, path)
 			if err != nil {
-				return nil, path, err
+				return globals(), path, err
 			}
 			if asksHelp {
 				help = true
@@ -140,7 +150,7 @@ func interspersed(app *cli.App, args []string) ([]string, string, error) {
 			// A global flag given late: urfave/cli wants it before the command.
 			n, asksHelp, err := takeFlag(app.Flags, flags, rest, i, path)
 			if err != nil {
-				return nil, path, err
+				return globals(), path, err
 			}
 			if asksHelp {
 				help = true

@@ -216,6 +216,47 @@ func TestCommandGroupNeedsCommand(t *testing.T) {
 	}
 }
 
+// TestUsageHintsNameTheHome: the `director … --help` of a line refused
+// before a command runs (no command, a flag without its value) names the
+// --home and --store the line gives, by flag or variable, as the hint of
+// an unknown command does (README: hints can be pasted). `director --home
+// DIR` alone said `director --help`.
+func TestUsageHintsNameTheHome(t *testing.T) {
+	home := cliEnv(t)
+	store := "file://" + filepath.Join(t.TempDir(), "store")
+	for _, c := range []struct {
+		name string
+		env  bool // DIRECTOR_HOME, not --home
+		args []string
+		want string // the hint's command after its global flags
+	}{
+		{"no command", false, nil, "--help`"},
+		{"no command, by DIRECTOR_HOME", true, nil, "--help`"},
+		{"a group without its command", false, []string{"profile"}, "profile --help`"},
+		{"a group without its command, --home after it", false, []string{"profile", "--home", home}, "profile --help`"},
+		{"a flag without its value", false, []string{"profile", "snapshot", "work", "--note"}, "profile snapshot --help`"},
+		{"an unknown command", false, []string{"profil"}, "--help`"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"--store", store}
+			if c.env {
+				t.Setenv("DIRECTOR_HOME", home)
+			} else if !slices.Contains(c.args, "--home") {
+				args = append(args, "--home", home)
+			}
+			code, _, errOut := runDirector(t, append(args, c.args...)...)
+			sm := textErrorRE.FindStringSubmatch(errOut)
+			want := "`director --home " + home + " --store " + store + " " + c.want
+			if code != errcode.ExitUsage || sm == nil || sm[2] != "invalid_input" || !strings.Contains(sm[3], want) {
+				t.Errorf("exit %d, stderr %q; want invalid_input with %s in its hint", code, errOut, want)
+			}
+		})
+	}
+	if _, err := os.Stat(home); err == nil {
+		t.Errorf("a usage error made the home %s", home)
+	}
+}
+
 // --help or -h anywhere on the line shows that command's help and exits 0.
 func TestHelpAnywhere(t *testing.T) {
 	home := cliEnv(t)
