@@ -41,11 +41,7 @@ func openFile(rawURL, rest string) (Store, error) {
 	if p == "" {
 		return nil, badURL(rawURL, "empty path")
 	}
-	// A user part is the first segment holding an "@", or, for a password
-	// holding a "/", an "@" right before the path's "/". An "@" further in
-	// a path (file://backups/me@work) is the folder's name.
-	host, _, _ := strings.Cut(p, "/")
-	if credentialsEnd(host) >= 0 || !strings.HasPrefix(p, "/") && (strings.Contains(p, "@/") || strings.Contains(strings.ToLower(p), "%40/")) {
+	if fileCredentialsEnd(p) >= 0 {
 		// Before anything quotes the path: it would show the password.
 		return nil, badURL(rawURL, "a file:// URL takes no user or password").WithHint("use file:///abs/path")
 	}

@@ -208,10 +208,10 @@ func redactURL(rawURL string) string {
 		}
 	}
 	if strings.EqualFold(scheme, "file") {
-		// A path may hold an "@" (/srv/snaps@nas); a user@ part can
-		// only come before it. The query is redacted below as for any
-		// scheme.
-		if i := credentialsEnd(head[:pathStart(head)]); i >= 0 {
+		// A path may hold an "@" (/srv/snaps@nas): only what openFile
+		// takes for a user part goes. The query is redacted below as for
+		// any scheme.
+		if i := fileCredentialsEnd(head); i >= 0 {
 			head = "REDACTED@" + head[i+1:]
 		}
 	} else if i := credentialsEnd(head); i >= 0 {
@@ -246,13 +246,24 @@ func redactURL(rawURL string) string {
 	return out + "?" + strings.Join(params, "&")
 }
 
-// pathStart is where the path of a URL's rest (after "scheme://") starts:
-// at its first "/", or its end.
-func pathStart(rest string) int {
-	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		return i
+// fileCredentialsEnd is where the user part of a file:// URL's rest (after
+// "file://") ends, as credentialsEnd says, or -1 for none. It is the first
+// segment holding an "@" (or "%40"), or, for a password holding a "/",
+// everything up to an "@/" (or "%40/") of a rest not starting with "/". An
+// "@" further in a path (file:///backups/me@work) is a folder's name.
+// openFile refuses what this finds; redactURL hides it.
+func fileCredentialsEnd(rest string) int {
+	host, _, _ := strings.Cut(rest, "/")
+	i := credentialsEnd(host)
+	if !strings.HasPrefix(rest, "/") {
+		if j := strings.LastIndex(rest, "@/"); j > i {
+			i = j
+		}
+		if j := strings.LastIndex(strings.ToLower(rest), "%40/"); j >= 0 && j+2 > i {
+			i = j + 2
+		}
 	}
-	return len(rest)
+	return i
 }
 
 // afterValue is what follows the value s starts in: "" at the end, or

@@ -84,6 +84,8 @@ func TestOpenURLs(t *testing.T) {
 		{"s3://KEY:123/secret@bucket", full, "", false},
 		{"supabase://KEY:123/secret@bucket", full, "", false},
 		{"s3://bucket:9000/p", full, "", false},
+		{"file://AKIA:123/secret@/srv/x", full, "", false},
+		{"file://AKIA:123/secret%40/srv/x", full, "", false},
 		{"supabase://b?x=1", full, "", false},
 		{"supabase://b", Options{}, "", false},
 		{"supabase://b", Options{SupabaseURL: "abc.supabase.co", SupabaseServiceKey: "k"}, "", false},

@@ -722,6 +722,10 @@ func TestRedact(t *testing.T) {
 		{"s3://b/p?secret_key=x", "s3://b/p?secret_key=REDACTED"},
 		{"file:///srv/snaps@nas/x", "file:///srv/snaps@nas/x"},
 		{"file://user@localhost/srv/x", "file://REDACTED@localhost/srv/x"},
+		// A password holding a "/": openFile refuses these as credentials.
+		{"file://AKIA:se/cret@/srv/x", "file://REDACTED@/srv/x"},
+		{"file://AKIA:se/cret%40/srv/x", "file://REDACTED@/srv/x"},
+		{"file://backups/me@work", "file://backups/me@work"},
 		{"file:///srv/x?token=1", "file:///srv/x?token=REDACTED"},
 		{"file:///srv/x", "file:///srv/x"},
 	}
