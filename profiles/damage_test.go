@@ -122,6 +122,11 @@ func TestDamagedArchiveFileIsCorrupt(t *testing.T) {
 				if !strings.Contains(err.Error(), file) {
 					t.Errorf("message %q does not name the file", err)
 				}
+				// A store snapshot of work cannot be restored as work3:
+				// the hint says it restores as work, replacing it here.
+				if tt.into == "work3" && tt.list == list && !strings.Contains(h, "restores as its own profile, work, and replaces that profile") {
+					t.Errorf("hint %q does not say a snapshot of work restores as work", h)
+				}
 			}
 			sameTree(t, readTree(t, m.Dir(into)), before)
 		})

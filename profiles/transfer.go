@@ -1403,7 +1403,7 @@ func damagedFile(name, path, of string, err error) error {
 	case of == name:
 		where = fmt.Sprintf("restore a snapshot from the store (`director profile snapshots %s`)", name)
 	case of != "" && ValidateName(of) == nil:
-		where = fmt.Sprintf("restore one of the store's snapshots of %s, the profile it was taken of (`director profile snapshots %s`)", of, of)
+		where = fmt.Sprintf("restore one of the store's snapshots of %s, the profile it was taken of (`director profile snapshots %s`); a snapshot from the store restores as its own profile, %s, and replaces that profile on this machine", of, of, of)
 	default:
 		where = "restore a snapshot from the store (`director profile snapshots` lists those of every profile; the file's own profile could not be read)"
 	}

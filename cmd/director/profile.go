@@ -74,6 +74,10 @@ func newManager(c *cli.Context, keys keyUse) (*profiles.Manager, error) {
 		MaxUnpacked:          maxUnpacked,
 		ChromeVersion: func(ctx context.Context) (string, error) {
 			if err := chromeSettingErr(c); err != nil {
+				var e *errcode.Error
+				if c.Command.Name != "run" && errors.As(err, &e) {
+					e.Hint += "; or pass --force to skip the version check"
+				}
 				return "", err
 			}
 			path, err := findChrome(c)

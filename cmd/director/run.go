@@ -194,6 +194,9 @@ func runWorkflow(c *cli.Context) error {
 		// not a failed run's result, and before the catalog is created.
 		r.Profiles = m
 		if err := r.Preflight(w); err != nil {
+			if m.Catalog != nil {
+				m.Catalog.Close()
+			}
 			return err
 		}
 		if m.Catalog == nil && w.Restore != workflows.RestoreNone {

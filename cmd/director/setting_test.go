@@ -240,6 +240,23 @@ func TestTildeNoShellExpanded(t *testing.T) {
 			}
 		})
 	}
+	// profile restore asks the Chrome version a snapshot needs, which
+	// --force skips: its hint says so.
+	t.Run("CHROME_PATH, restore", func(t *testing.T) {
+		if err := os.WriteFile(filepath.Join(other, "browser-profiles", "work", "Last Version"), []byte("120.0.6099.71"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errOut := runDirector(t, "--home", other, "profile", "snapshot", "work"); code != 0 {
+			t.Fatalf("snapshot: exit %d %s", code, errOut)
+		}
+		t.Setenv("CHROME_PATH", "~/bin/chrome")
+		code, out, _ := runDirector(t, "--json", "--home", other, "profile", "restore", "work", "latest")
+		e, _ := decodeJSON(t, out)["error"].(map[string]any)
+		if code != errcode.ExitUsage || e["code"] != "invalid_input" || !strings.HasPrefix(e["message"].(string), "CHROME_PATH holds") ||
+			!strings.Contains(e["hint"].(string), filepath.Join(home, "bin/chrome")) || !strings.Contains(e["hint"].(string), "--force") {
+			t.Fatalf("exit %d: %s; want invalid_input from CHROME_PATH, with the full path and --force in the hint", code, out)
+		}
+	})
 	// A command uses only its own settings: profile list reads no key
 	// and launches no Chrome.
 	t.Setenv("DIRECTOR_AGE_IDENTITY", "~/k.txt")
