@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -230,12 +231,30 @@ func TestPruneRemovesStraysOfAProfileNoLongerHere(t *testing.T) {
 }
 
 // The clock probe of a prune killed before its deferred delete (and a
-// killed `store check`'s probe) is removed by the next prune that ages
-// strays, once StrayGrace old; a young one may be a running command's.
+// killed `store check`'s probe) is removed by the next prune, once
+// StrayGrace old; a young one may be a running command's. Also a prune
+// that finds no stray: a probe left after its strays were gone stayed for
+// good, and a store holding only probes no longer lists as empty.
 func TestPruneRemovesOldProbes(t *testing.T) {
+	for _, stray := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stray=%v", stray), func(t *testing.T) { testPruneRemovesOldProbes(t, stray) })
+	}
+}
+
+func testPruneRemovesOldProbes(t *testing.T, stray bool) {
 	ctx := context.Background()
 	m := newTestManager(t)
-	strayArchive(t, m) // so that prune reads the store's clock
+	if stray {
+		strayArchive(t, m) // so that prune reads the store's clock
+	} else {
+		if err := m.Create(ctx, "work"); err != nil {
+			t.Fatal(err)
+		}
+		writeProfile(t, m.Dir("work"), "v")
+		if _, err := m.Snapshot(ctx, "work", SnapshotOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	root := strings.TrimPrefix(m.Store.String(), "file://")
 	for key, age := range map[string]time.Duration{
 		storage.CheckPrefix + "clock-deadbeef":            2 * StrayGrace,

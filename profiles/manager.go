@@ -1009,9 +1009,11 @@ const StrayGrace = time.Hour
 // it: aged by the local clock, another machine's archive stored a moment
 // ago, whose manifest is on its way, could pass for an old stray. So when
 // there is any stray at all, the store is asked for its time: it stores a
-// one-byte probe under storage.CheckPrefix and reads the time it got.
+// one-byte probe under storage.CheckPrefix and reads the time it got. It
+// does so too when probes of killed commands are left there, to age and
+// remove them (see removeOldProbes), strays or not.
 func (m *Manager) oldStrays(ctx context.Context, name string, objs []storage.Object, rows []catalog.Snapshot) ([]string, error) {
-	if len(strays(name, objs, rows, time.Now().Add(100*365*24*time.Hour))) == 0 {
+	if len(strays(name, objs, rows, time.Now().Add(100*365*24*time.Hour))) == 0 && !m.probesLeft(ctx) {
 		return nil, nil
 	}
 	key := storage.CheckPrefix + "clock-" + randomSuffix(8)
@@ -1032,6 +1034,20 @@ func (m *Manager) oldStrays(ctx context.Context, name string, objs []storage.Obj
 	}
 	m.removeOldProbes(ctx, key, o.Modified.Add(-StrayGrace))
 	return strays(name, objs, rows, o.Modified.Add(-StrayGrace)), nil
+}
+
+// probesLeft says whether the store holds any probe under
+// storage.CheckPrefix: normally none, since every command deletes its own;
+// one is left by a prune or `store check` that was killed. A listing that
+// fails says none: the prune has listed the store already, and the probes
+// wait for the next one.
+func (m *Manager) probesLeft(ctx context.Context) bool {
+	probes, err := m.Store.List(ctx, storage.CheckPrefix)
+	if err != nil {
+		m.log().Debug("could not list the store's probes", "err", err)
+		return false
+	}
+	return len(probes) > 0
 }
 
 // removeOldProbes deletes the probes under storage.CheckPrefix other than

@@ -288,7 +288,7 @@ func profileCommands() []*cli.Command {
 						fmt.Fprintf(w, "deleted profile %s\n", name)
 					}
 					if n := len(res.LeftInStore); n > 0 {
-						fmt.Fprintf(w, "left %d object(s) stored less than an hour ago without their archive or manifest, perhaps a snapshot another machine is storing now: run this again later\n", n)
+						fmt.Fprintf(w, "left %d object(s) stored less than an hour ago without their archive or manifest: a snapshot another machine is storing now, or what an interrupted delete of this profile left; run this command again in an hour to remove them\n", n)
 					}
 				})
 				return nil

@@ -464,3 +464,48 @@ func TestPrintableNotes(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteLeavesYoungStraysAndSaysWhy: an archive whose manifest is gone
+// and that was stored under an hour ago is left by delete --with-snapshots
+// (another machine may be storing that snapshot), and the output says so,
+// also naming an interrupted delete of this profile, which leaves the same
+// thing, and when running it again removes them.
+func TestDeleteLeavesYoungStraysAndSaysWhy(t *testing.T) {
+	home := withProfile(t)
+	if code, _, errOut := runDirector(t, "--home", home, "profile", "snapshot", "work"); code != 0 {
+		t.Fatalf("snapshot: exit %d %s", code, errOut)
+	}
+	manifests, _ := filepath.Glob(filepath.Join(home, "snapshots", "work", "*.manifest.json*"))
+	if len(manifests) != 1 {
+		t.Fatalf("manifests: %v", manifests)
+	}
+	// As a delete killed between its manifests and its archives: no row,
+	// no manifest, the archive.
+	if err := os.Remove(manifests[0]); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	db, err := catalog.Open(ctx, filepath.Join(home, "director.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := catalog.StoreName("file://" + filepath.Join(home, "snapshots"))
+	rows, err := db.ListSnapshots(ctx, store, "work")
+	if err == nil && len(rows) != 1 {
+		err = fmt.Errorf("rows %v", rows)
+	}
+	if err == nil {
+		err = db.DeleteSnapshot(ctx, store, rows[0].ID)
+	}
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runDirector(t, "--home", home, "profile", "delete", "work", "--with-snapshots")
+	if code != 0 {
+		t.Fatalf("delete: exit %d %s %s", code, out, errOut)
+	}
+	if !strings.Contains(out, "left 1 object(s)") || !strings.Contains(out, "an interrupted delete of this profile") || !strings.Contains(out, "again in an hour") {
+		t.Fatalf("delete output does not say what it left and why:\n%s", out)
+	}
+}
