@@ -189,6 +189,17 @@ func links(n int, target string) string {
 	return string(b)
 }
 
+// deepManifest is a version 3 manifest of n empty files, each under dirs
+// directories that no other file's path shares: n×dirs implied directories.
+func deepManifest(n, dirs int) string {
+	m := Manifest{FormatVersion: 3, FileCount: n}
+	for i := range n {
+		m.Files = append(m.Files, File{Path: fmt.Sprintf("d%d/", i) + strings.Repeat("a/", dirs-1) + "f", Type: TypeFile})
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
 func TestParseManifest(t *testing.T) {
 	m := manifestOf(okEntries)
 	b, err := json.Marshal(m)
@@ -212,6 +223,8 @@ func TestParseManifest(t *testing.T) {
 		"older multi-line note":              variant(func(c *Manifest) { c.Note = "before\tthe\nupgrade" }),
 		"older note with a CR and an escape": variant(func(c *Manifest) { c.Note = "nightly\r\x1b[31m" }),
 		"odd host":                           variant(func(c *Manifest) { c.Host = "a\nb" }),
+		"version 3, implied directories":     `{"format_version":3,"file_count":1,"files":[{"path":"a/b/c","type":"file"},{"path":"a/d","type":"dir"}]}`,
+		"version 3, listed and implied":      `{"format_version":3,"file_count":1,"files":[{"path":"a","type":"dir"},{"path":"a/b/c","type":"file"}]}`,
 	} {
 		if _, err := ParseManifest([]byte(valid)); err != nil {
 			t.Errorf("valid manifest (%s): %v", name, err)
@@ -252,6 +265,16 @@ func TestParseManifest(t *testing.T) {
 		"escape in the profile":                  {variant(func(c *Manifest) { c.Profile = "t\x1b[2J" }), errcode.SnapshotCorrupt},
 		"symlink target longer than Linux keeps": {links(1, strings.Repeat("x/", MaxLinkLen/2)+"xx"), errcode.UnsafeArchive},
 		"symlinks too many to check":             {links(200, strings.Repeat("x/", MaxLinkLen/2-1)+"x"), errcode.UnsafeArchive},
+		// Format 3 leaves out directories that hold listed entries; no
+		// earlier format does, and an implied one is never listed later,
+		// nor anything but a directory.
+		"version 2, a directory left out":         {`{"format_version":2,"file_count":1,"files":[{"path":"a/b","type":"file"}]}`, errcode.UnsafeArchive},
+		"version 3, an implied directory listed":  {`{"format_version":3,"file_count":1,"files":[{"path":"a/b","type":"file"},{"path":"a","type":"dir"}]}`, errcode.UnsafeArchive},
+		"version 3, an implied directory a link":  {`{"format_version":3,"file_count":1,"files":[{"path":"a/b","type":"file"},{"path":"a","type":"symlink","link":"x"}]}`, errcode.UnsafeArchive},
+		"version 3, an implied directory a file":  {`{"format_version":3,"file_count":2,"files":[{"path":"a/b","type":"file"},{"path":"a","type":"file"}]}`, errcode.UnsafeArchive},
+		"version 3, an entry inside a file":       {`{"format_version":3,"file_count":2,"files":[{"path":"a","type":"file"},{"path":"a/b","type":"file"}]}`, errcode.UnsafeArchive},
+		"version 3, an entry below a symlink":     {`{"format_version":3,"file_count":1,"files":[{"path":"a","type":"symlink","link":"x"},{"path":"a/b/c","type":"file"}]}`, errcode.UnsafeArchive},
+		"version 3, implied directories too many": {deepManifest(DefaultMaxFiles/1000+1, 1000), errcode.UnsafeArchive},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseManifest([]byte(tc.json))
@@ -617,12 +640,14 @@ func TestSizeText(t *testing.T) {
 // come out 0600-like from a plain `tar -x`, and the archive still verifies.
 func TestCreateKeepsOwnerBitsOnly(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "p")
-	writeTree(t, dir, map[string]string{"Last Version": "156", "Default/Preferences": "{}", "Default/run.sh": "#!/bin/sh"})
-	for p, mode := range map[string]os.FileMode{"Last Version": 0o644, "Default/run.sh": 0o755, "Default": 0o755, "Default/Preferences": 0o600} {
+	writeTree(t, dir, map[string]string{"Last Version": "156", "Default/Preferences": "{}", "Default/run.sh": "#!/bin/sh", "Default/Empty/": ""})
+	for p, mode := range map[string]os.FileMode{"Last Version": 0o644, "Default/run.sh": 0o755, "Default/Empty": 0o755, "Default/Preferences": 0o600} {
 		must(t, os.Chmod(filepath.Join(dir, filepath.FromSlash(p)), mode))
 	}
 	man, arc := createArchive(t, dir, CreateOptions{Excludes: []string{}})
-	want := map[string]uint32{"Last Version": 0o600, "Default/run.sh": 0o700, "Default": 0o700, "Default/Preferences": 0o600}
+	// Default holds entries, so it is implied, not listed (format 3); the
+	// empty directory is listed.
+	want := map[string]uint32{"Last Version": 0o600, "Default/run.sh": 0o700, "Default/Empty": 0o700, "Default/Preferences": 0o600}
 	for _, f := range man.Files {
 		if w, ok := want[f.Path]; ok && f.Mode != w {
 			t.Errorf("manifest: %s mode %o, want %o", f.Path, f.Mode, w)

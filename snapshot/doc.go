@@ -2,8 +2,9 @@
 //
 // Create walks a Chrome user-data-dir, skipping the runtime files (always)
 // and the excludes (DefaultExcludes unless told otherwise), and streams a tar
-// archive (format 2) whose first entry is .director/manifest.json (format
-// version, profile, Chrome version, every entry with type, size and mode),
+// archive (format 3) whose first entry is .director/manifest.json (format
+// version, profile, Chrome version, every entry with type, size and mode,
+// except the directories that other entries' paths imply),
 // then every file, hashed with sha256 while it is read, and last
 // .director/digest.json, the digest of those hashes. It returns the complete
 // manifest, with every file's sha256, for the caller to store beside the

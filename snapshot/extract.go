@@ -219,6 +219,7 @@ func readArchive(ctx context.Context, r io.Reader, opts ExtractOptions, out sink
 		index[m.Files[i].Path] = i
 	}
 	seen := make([]bool, len(m.Files))
+	made := make(map[string]bool, m.implied) // implied directories created so far
 	sums := make([][sha256.Size]byte, len(m.Files))
 	var digest *Digest
 	differs := -1 // the first file whose hash differs from opts.Expect's
@@ -263,8 +264,10 @@ func readArchive(ctx context.Context, r io.Reader, opts ExtractOptions, out sink
 		if want := tarType(f.Type); hdr.Typeflag != want {
 			return nil, unsafeArchive("entry %q is a %s in the archive but a %s in the manifest", name, typeName(hdr.Typeflag), f.Type)
 		}
-		if d := path.Dir(name); d != "." && !seenDir(index, seen, d) {
-			return nil, unsafeArchive("entry %q comes before its directory %q", name, d)
+		if d := path.Dir(name); d != "." {
+			if err := makeParents(d, name, index, seen, made, out); err != nil {
+				return nil, err
+			}
 		}
 		switch f.Type {
 		case TypeDir:
@@ -393,8 +396,11 @@ func (a *archiveReader) readManifest(tr *tar.Reader, opts ExtractOptions) (*Mani
 	if err != nil {
 		return nil, err
 	}
-	if len(m.Files) > opts.MaxFiles {
-		return nil, unsafeArchive("the manifest lists %d entries, over the limit of %d", len(m.Files), opts.MaxFiles)
+	if n := m.Entries(); n > opts.MaxFiles {
+		if n > len(m.Files) {
+			return nil, unsafeArchive("the manifest's %d entries imply %d directories more: %d in all, over the limit of %d", len(m.Files), n-len(m.Files), n, opts.MaxFiles)
+		}
+		return nil, unsafeArchive("the manifest lists %d entries, over the limit of %d", n, opts.MaxFiles)
 	}
 	a.need = unpackedBound(m, len(b))
 	if m.RawSize > opts.MaxUnpackedBytes {
@@ -463,9 +469,29 @@ func expectedHashes(m, expect *Manifest) ([]string, error) {
 	return want, nil
 }
 
-func seenDir(index map[string]int, seen []bool, dir string) bool {
-	j, ok := index[dir]
-	return ok && seen[j]
+// makeParents checks that the directory dir, which holds entry name, and
+// those above it exist: each is a listed directory the stream has already
+// given, or a directory the manifest implies (version 3), which it creates,
+// outermost first, unless an earlier entry made it. validate has checked
+// that a listed one is a directory and that no entry lists an implied one.
+func makeParents(dir, name string, index map[string]int, seen []bool, made map[string]bool, out sink) error {
+	var todo []string
+	for d := dir; d != "." && !made[d]; d = parentDir(d) {
+		if j, ok := index[d]; ok {
+			if !seen[j] {
+				return unsafeArchive("entry %q comes before its directory %q", name, d)
+			}
+			break
+		}
+		todo = append(todo, d)
+	}
+	for i := len(todo) - 1; i >= 0; i-- {
+		if err := out.mkdir(&File{Path: todo[i], Type: TypeDir, Mode: 0o700}); err != nil {
+			return err
+		}
+		made[todo[i]] = true
+	}
+	return nil
 }
 
 func checkEntryType(hdr *tar.Header) error {

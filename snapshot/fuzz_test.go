@@ -20,13 +20,17 @@ func fuzzSeeds(t testing.TB) [][]byte {
 	es := append(slices.Clone(okEntries), symlink("Default/l", "Preferences"), dir("Default/sub"), file("Default/sub/x", "xyz"))
 	var seeds [][]byte
 	defer func() { archiveVersion = FormatVersion }()
-	for _, v := range []int{1, FormatVersion} {
+	for _, v := range []int{1, 2, FormatVersion} {
 		archiveVersion = v
 		seeds = append(seeds,
 			tarOf(t, manifestOf(es), es),
 			tarOf(t, manifestOf(okEntries), okEntries),
 			tarOf(t, manifestOf(okEntries), append(slices.Clone(okEntries), symlink("Default/up", ".."))))
 	}
+	// Format 3 as Create writes it: no directory that holds an entry.
+	archiveVersion = FormatVersion
+	bare := []entry{file("Default/Preferences", "{}"), symlink("Default/l", "Preferences"), file("Default/sub/x", "xyz"), dir("empty"), file("Local State", "{}")}
+	seeds = append(seeds, tarOf(t, manifestOf(bare), bare))
 	return seeds
 }
 
@@ -82,16 +86,21 @@ func FuzzRestore(f *testing.F) {
 			}
 			return
 		}
-		// Success: the profile is exactly what the manifest lists, and no
-		// symlink in it leads outside.
+		// Success: the profile is exactly what the manifest lists and
+		// the directories it implies, and no symlink in it leads outside.
 		got := dirState(t, profile)
-		if len(got) != len(m.Files)+1 {
-			t.Fatalf("restored %d entries, manifest lists %d", len(got)-1, len(m.Files))
+		if len(got) != m.Entries()+1 {
+			t.Fatalf("restored %d entries, the manifest lists %d and implies %d", len(got)-1, len(m.Files), m.Entries()-len(m.Files))
 		}
 		for _, f := range m.Files {
 			p := filepath.FromSlash(f.Path)
 			if !strings.HasPrefix(got[p], f.Type) {
 				t.Fatalf("%s restored as %q, manifest says %s", f.Path, got[p], f.Type)
+			}
+			for d := filepath.Dir(p); d != "."; d = filepath.Dir(d) {
+				if !strings.HasPrefix(got[d], "dir ") {
+					t.Fatalf("%s, above %s, restored as %q", d, f.Path, got[d])
+				}
 			}
 			if f.Type == TypeSymlink {
 				if r, err := filepath.EvalSymlinks(filepath.Join(profile, p)); err == nil {
@@ -115,6 +124,7 @@ func FuzzParseManifest(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte(`{"format_version":1,"files":[{"path":"a","type":"dir","mode":448},{"path":"a/b","type":"symlink","link":"../a/../a"}]}`))
 	f.Add([]byte(`{"format_version":1,"files":[{"path":"../x","type":"file"}]}`))
+	f.Add([]byte(`{"format_version":3,"file_count":1,"files":[{"path":"a/b/c","type":"file"},{"path":"a/d","type":"symlink","link":"b"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseManifest(data)
 		if err != nil {
@@ -123,15 +133,25 @@ func FuzzParseManifest(f *testing.F) {
 			}
 			return
 		}
-		seen := map[string]bool{}
+		seen := map[string]string{}  // listed path -> type
+		implied := map[string]bool{} // directories above listed paths, not listed before them
 		for _, fl := range m.Files {
-			if checkPath(fl.Path) != nil || seen[fl.Path] {
-				t.Fatalf("accepted bad or duplicate path %q", fl.Path)
+			if checkPath(fl.Path) != nil || seen[fl.Path] != "" || implied[fl.Path] {
+				t.Fatalf("accepted bad or duplicate path %q, or one listed after entries inside it", fl.Path)
 			}
-			if d := filepath.Dir(fl.Path); d != "." && !seen[d] {
-				t.Fatalf("accepted %q before its directory", fl.Path)
+			for d := filepath.Dir(fl.Path); d != "."; d = filepath.Dir(d) {
+				if typ := seen[d]; typ != "" {
+					if typ != TypeDir {
+						t.Fatalf("accepted %q inside %s %q", fl.Path, typ, d)
+					}
+					break
+				}
+				if m.FormatVersion < 3 {
+					t.Fatalf("accepted %q before its directory in a version %d manifest", fl.Path, m.FormatVersion)
+				}
+				implied[d] = true
 			}
-			seen[fl.Path] = true
+			seen[fl.Path] = fl.Type
 			// Escaping: the cleaned target is ".." or under "../"; a name
 			// that only starts with two dots ("..0") is inside.
 			resolved := filepath.Clean(filepath.Join(filepath.Dir(fl.Path), fl.Link))

@@ -8,7 +8,7 @@ import (
 )
 
 // FormatVersion is the archive format this build writes. It reads this one
-// and version 1.
+// and versions 1 and 2.
 //
 //   - Version 1 (until November 2026): the manifest inside the archive lists
 //     every file's sha256, so Create read every file twice (a hashing pass,
@@ -18,7 +18,13 @@ import (
 //     archives it (one read), and the archive ends with DigestPath, which
 //     holds FilesSHA256. The manifest stored beside the archive lists every
 //     file's sha256 as well.
-const FormatVersion = 2
+//   - Version 3 (November 2026): as version 2, but a directory that holds a
+//     listed entry is not listed itself, nor written to the tar stream: the
+//     paths under it imply it (as they do for `tar -x`), and Restore creates
+//     it 0700, as it creates every directory. Only directories that hold
+//     nothing are listed. An implied directory counts against the entry
+//     limit (ExtractOptions.MaxFiles) like a listed one.
+const FormatVersion = 3
 
 // ManifestPath is the manifest's path inside an archive; it is the first entry.
 const ManifestPath = ".director/manifest.json"
@@ -60,7 +66,16 @@ type Manifest struct {
 	ArchiveSize   int64  `json:"archive_size,omitempty"`
 	ArchiveSHA256 string `json:"archive_sha256,omitempty"` // of the stored bytes (ciphertext when encrypted)
 	Encrypted     bool   `json:"encrypted,omitempty"`
+
+	// implied is the number of directories the entries imply but Files
+	// does not list (version 3), set by validate.
+	implied int
 }
+
+// Entries is the number of entries a restore of m creates: those listed,
+// and (from version 3) the directories their paths imply. It is set once m
+// has been validated (ParseManifest, Create).
+func (m *Manifest) Entries() int { return len(m.Files) + m.implied }
 
 // File is one entry of the profile tree, with a slash-separated path
 // relative to the profile root.

@@ -36,10 +36,24 @@ func TestRoundTrip(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"Local State", "Default/Network/Cookies", "Default/Network/Cookies-journal",
-		"Default/Service Worker/Database/CURRENT", "Profile 1/Cache", "Profile 1/Cache/keep-me",
+		"Default/Service Worker/Database/CURRENT", "Profile 1/Cache/keep-me",
 		"Default/Current Session", "empty", "Default/IndexedDB/https_example.com_0.indexeddb.leveldb"} {
 		if !slices.Contains(paths, p) {
 			t.Errorf("%s is missing from the manifest", p)
+		}
+	}
+	// Directories that hold a listed entry are implied (format 3), the
+	// excluded one kept for an included path too; empty ones are listed.
+	for _, p := range []string{"Default", "Default/Network", "Profile 1", "Profile 1/Cache"} {
+		if slices.Contains(paths, p) {
+			t.Errorf("directory %s, which holds listed entries, is listed", p)
+		}
+	}
+	// The restored tree is compared over the listed paths and the
+	// directories they imply.
+	for _, p := range slices.Clone(paths) {
+		for d := filepath.Dir(p); d != "."; d = filepath.Dir(d) {
+			paths = append(paths, d)
 		}
 	}
 

@@ -349,7 +349,7 @@ func TestHostileArchives(t *testing.T) {
 		}, ExtractOptions{}, errcode.SnapshotCorrupt},
 	}
 	defer func() { archiveVersion = FormatVersion }()
-	for _, v := range []int{1, FormatVersion} {
+	for _, v := range []int{1, 2, FormatVersion} {
 		archiveVersion = v
 		for _, tt := range tests {
 			t.Run(fmt.Sprintf("v%d/%s", v, tt.name), func(t *testing.T) {
@@ -364,6 +364,111 @@ func TestHostileArchives(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Format 3 lists no directory that holds a listed entry: its path implies
+// it. A restore creates implied directories 0700, outermost first, and
+// refuses a manifest or stream that would make one anything else, or put an
+// entry below a file or a symlink. Each case is a version 3 archive without
+// the directory entries Create leaves out.
+func TestImpliedDirectories(t *testing.T) {
+	if FormatVersion < 3 {
+		t.Fatal("format 3 is the first with implied directories")
+	}
+	// implied lists es as Create does: every directory with a listed entry
+	// below it left out.
+	implied := func(es []entry) []entry {
+		var out []entry
+		for i, e := range es {
+			if e.typ == tar.TypeDir && i+1 < len(es) && strings.HasPrefix(es[i+1].name, e.name) {
+				continue
+			}
+			out = append(out, e)
+		}
+		return out
+	}
+	deep := implied([]entry{dir("Default"), dir("Default/Network"), file("Default/Network/Cookies", "c"),
+		dir("Default/Session Storage"), file("Local State", "{}"), dir("empty")})
+	if len(deep) != 4 {
+		t.Fatalf("implied left %d entries, want 4", len(deep))
+	}
+	t.Run("restores", func(t *testing.T) {
+		parent := t.TempDir()
+		dst := filepath.Join(parent, "p")
+		if _, err := Restore(context.Background(), bytes.NewReader(archiveOf(t, manifestOf(deep), deep)), dst, RestoreOptions{}); err != nil {
+			t.Fatalf("Restore: %v", err)
+		}
+		got := dirState(t, dst)
+		want := map[string]string{".": "dir -rwx------", "Default": "dir -rwx------", "Default/Network": "dir -rwx------",
+			"Default/Session Storage": "dir -rwx------", "empty": "dir -rwx------"}
+		for p, w := range want {
+			if got[filepath.FromSlash(p)] != w {
+				t.Errorf("%s restored as %q, want %q", p, got[filepath.FromSlash(p)], w)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(dst, "Default", "Network", "Cookies")); err != nil || string(b) != "c" {
+			t.Errorf("Cookies: %q, %v", b, err)
+		}
+		if len(got) != len(want)+2 {
+			t.Errorf("restored %d entries, want %d: %v", len(got), len(want)+2, got)
+		}
+	})
+	tests := []struct {
+		name string
+		arc  func(t *testing.T) []byte
+		opts ExtractOptions
+		code errcode.Code
+	}{
+		{"an implied directory listed later as a symlink", func(t *testing.T) []byte {
+			es := append(slices.Clone(deep), symlink("Default", "elsewhere"))
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"an implied directory listed later as a file", func(t *testing.T) []byte {
+			es := append(slices.Clone(deep), file("Default", "x"))
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"an implied directory listed later as a directory", func(t *testing.T) []byte {
+			es := append(slices.Clone(deep), dir("Default/Network"))
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"an implied directory as a stream entry", func(t *testing.T) []byte {
+			return archiveOf(t, manifestOf(deep), append(slices.Clone(deep), dir("Default")))
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"a file below a listed file", func(t *testing.T) []byte {
+			es := append(slices.Clone(deep), file("Local State/x", "x"))
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"a file two levels below a symlink", func(t *testing.T) []byte {
+			es := append(slices.Clone(deep), symlink("out", ".."), file("out/d/passwd", "x"))
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"a file before its listed directory in the stream", func(t *testing.T) []byte {
+			es := append(slices.Clone(deep), dir("listed"), file("listed/x", "x"))
+			m := manifestOf(es)
+			n := len(es)
+			es[n-2], es[n-1] = es[n-1], es[n-2]
+			return archiveOf(t, m, es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"implied directories over the entry limit", func(t *testing.T) []byte {
+			es := []entry{file("a/b/c/d/e/f/g/h/i/j/k", "x")}
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{MaxFiles: 10}, errcode.UnsafeArchive},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			arc := tt.arc(t)
+			_, err := Verify(context.Background(), bytes.NewReader(arc), tt.opts)
+			wantCode(t, err, tt.code)
+			assertRestoreFails(t, bytes.NewReader(arc), RestoreOptions{ExtractOptions: tt.opts}, tt.code)
+			t.Logf("%v", err)
+		})
+	}
+	// The same archive as version 2, which lists every directory, is refused.
+	defer func() { archiveVersion = FormatVersion }()
+	archiveVersion = 2
+	arc := archiveOf(t, manifestOf(deep), deep)
+	_, err := Verify(context.Background(), bytes.NewReader(arc), ExtractOptions{})
+	wantCode(t, err, errcode.UnsafeArchive)
 }
 
 // assertRestoreFails restores r over an existing profile and checks the

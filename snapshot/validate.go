@@ -25,8 +25,9 @@ const (
 const maxFileSize = 1 << 50
 
 // ParseManifest decodes and validates a manifest. It is strict: unknown
-// fields, an unknown format version, unsafe or duplicate paths, a file whose
-// directory is not listed before it, a symlink that resolves outside the root
+// fields, an unknown format version, unsafe or duplicate paths, an entry
+// inside one that is not a directory or, before version 3, inside a
+// directory not listed before it, a symlink that resolves outside the root
 // and totals that do not add up are all errors (unsafe_archive for anything
 // that would write outside the profile, snapshot_corrupt for the rest).
 //
@@ -123,7 +124,7 @@ func decodeStrict(b []byte, v any, what string) error {
 // validate checks what ParseManifest promises; Create runs it too, so that it
 // never writes an archive Restore would refuse.
 func (m *Manifest) validate() error {
-	if m.FormatVersion != 1 && m.FormatVersion != FormatVersion {
+	if m.FormatVersion < 1 || m.FormatVersion > FormatVersion {
 		return errcode.New(errcode.SnapshotCorrupt, "manifest format version %d is not supported (this director reads versions 1 to %d)",
 			m.FormatVersion, FormatVersion).WithHint(hintUpgrade)
 	}
@@ -140,6 +141,7 @@ func (m *Manifest) validate() error {
 		}
 	}
 	byPath := make(map[string]*File, len(m.Files))
+	implied := map[string]bool{} // directories no entry lists, above listed ones (version 3)
 	var files, hashed int
 	var raw int64
 	for i := range m.Files {
@@ -150,9 +152,27 @@ func (m *Manifest) validate() error {
 		if byPath[f.Path] != nil {
 			return unsafeArchive("manifest lists %q twice", f.Path)
 		}
-		if dir := path.Dir(f.Path); dir != "." {
-			if p := byPath[dir]; p == nil || p.Type != TypeDir {
-				return unsafeArchive("manifest lists %q before its directory %q, or that is not a directory", f.Path, dir)
+		if implied[f.Path] {
+			return unsafeArchive("manifest lists %q after entries inside it", f.Path)
+		}
+		// Every directory above f is listed before it, or (from version
+		// 3) implied by f's path; one that is listed must be a directory.
+		for dir := parentDir(f.Path); dir != "."; dir = parentDir(dir) {
+			if p := byPath[dir]; p != nil {
+				if p.Type != TypeDir {
+					return unsafeArchive("manifest lists %q inside %q, which is a %s, not a directory", f.Path, dir, p.Type)
+				}
+				break
+			}
+			if m.FormatVersion < 3 {
+				return unsafeArchive("manifest lists %q before its directory %q", f.Path, dir)
+			}
+			if implied[dir] {
+				break
+			}
+			implied[dir] = true
+			if len(m.Files)+len(implied) > DefaultMaxFiles {
+				return unsafeArchive("the manifest's entries and the directories they imply are more than %d, the limit", DefaultMaxFiles)
 			}
 		}
 		byPath[f.Path] = f
@@ -186,6 +206,7 @@ func (m *Manifest) validate() error {
 			return unsafeArchive("manifest gives %q type %q; only file, dir and symlink are allowed", f.Path, f.Type)
 		}
 	}
+	m.implied = len(implied)
 	if files != m.FileCount || raw != m.RawSize {
 		return corrupt(nil, "manifest totals (%d files, %d bytes) do not match its list (%d files, %d bytes)",
 			m.FileCount, m.RawSize, files, raw)
@@ -202,6 +223,15 @@ func (m *Manifest) validate() error {
 		}
 	}
 	return nil
+}
+
+// parentDir is path.Dir of a path checkPath accepted, without cleaning it
+// again: a step up a deep path costs nothing.
+func parentDir(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return "."
 }
 
 // isControl says whether r is a C0 or C1 control character or DEL, which a
