@@ -189,6 +189,39 @@ func links(n int, target string) string {
 	return string(b)
 }
 
+// validate bounds the entries, listed and implied, however they are made
+// up, so that Create refuses a profile that no restore would accept. (Past
+// a MiB of JSON, ParseManifest counts the entries before it decodes them.)
+func TestValidateBoundsEntries(t *testing.T) {
+	flat := func(n int, dir string) *Manifest {
+		m := &Manifest{FormatVersion: FormatVersion}
+		for i := range n {
+			m.Files = append(m.Files, File{Path: fmt.Sprintf("%sf%d", dir, i), Type: TypeFile, Mode: 0o600})
+		}
+		m.FileCount = n
+		return m
+	}
+	for _, tc := range []struct {
+		name string
+		m    *Manifest
+		ok   bool
+	}{
+		{"at the limit, at the root", flat(DefaultMaxFiles, ""), true},
+		{"one over, at the root", flat(DefaultMaxFiles+1, ""), false},
+		{"at the limit with the directory implied", flat(DefaultMaxFiles-1, "d/"), true},
+		{"one over with the directory implied", flat(DefaultMaxFiles, "d/"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.m.validate()
+			if tc.ok {
+				must(t, err)
+				return
+			}
+			wantCode(t, err, errcode.UnsafeArchive)
+		})
+	}
+}
+
 // deepManifest is a version 3 manifest of n empty files, each under dirs
 // directories that no other file's path shares: n×dirs implied directories.
 func deepManifest(n, dirs int) string {
@@ -268,13 +301,14 @@ func TestParseManifest(t *testing.T) {
 		// Format 3 leaves out directories that hold listed entries; no
 		// earlier format does, and an implied one is never listed later,
 		// nor anything but a directory.
-		"version 2, a directory left out":         {`{"format_version":2,"file_count":1,"files":[{"path":"a/b","type":"file"}]}`, errcode.UnsafeArchive},
-		"version 3, an implied directory listed":  {`{"format_version":3,"file_count":1,"files":[{"path":"a/b","type":"file"},{"path":"a","type":"dir"}]}`, errcode.UnsafeArchive},
-		"version 3, an implied directory a link":  {`{"format_version":3,"file_count":1,"files":[{"path":"a/b","type":"file"},{"path":"a","type":"symlink","link":"x"}]}`, errcode.UnsafeArchive},
-		"version 3, an implied directory a file":  {`{"format_version":3,"file_count":2,"files":[{"path":"a/b","type":"file"},{"path":"a","type":"file"}]}`, errcode.UnsafeArchive},
-		"version 3, an entry inside a file":       {`{"format_version":3,"file_count":2,"files":[{"path":"a","type":"file"},{"path":"a/b","type":"file"}]}`, errcode.UnsafeArchive},
-		"version 3, an entry below a symlink":     {`{"format_version":3,"file_count":1,"files":[{"path":"a","type":"symlink","link":"x"},{"path":"a/b/c","type":"file"}]}`, errcode.UnsafeArchive},
-		"version 3, implied directories too many": {deepManifest(DefaultMaxFiles/1000+1, 1000), errcode.UnsafeArchive},
+		"version 2, a directory left out":          {`{"format_version":2,"file_count":1,"files":[{"path":"a/b","type":"file"}]}`, errcode.UnsafeArchive},
+		"version 3, an implied directory listed":   {`{"format_version":3,"file_count":1,"files":[{"path":"a/b","type":"file"},{"path":"a","type":"dir"}]}`, errcode.UnsafeArchive},
+		"version 3, an implied directory a link":   {`{"format_version":3,"file_count":1,"files":[{"path":"a/b","type":"file"},{"path":"a","type":"symlink","link":"x"}]}`, errcode.UnsafeArchive},
+		"version 3, an implied directory a file":   {`{"format_version":3,"file_count":2,"files":[{"path":"a/b","type":"file"},{"path":"a","type":"file"}]}`, errcode.UnsafeArchive},
+		"version 3, an entry inside a file":        {`{"format_version":3,"file_count":2,"files":[{"path":"a","type":"file"},{"path":"a/b","type":"file"}]}`, errcode.UnsafeArchive},
+		"version 3, an entry below a symlink":      {`{"format_version":3,"file_count":1,"files":[{"path":"a","type":"symlink","link":"x"},{"path":"a/b/c","type":"file"}]}`, errcode.UnsafeArchive},
+		"version 3, implied directories too many":  {deepManifest(DefaultMaxFiles/1000+1, 1000), errcode.UnsafeArchive},
+		"version 3, a runtime file's name implied": {`{"format_version":3,"file_count":1,"files":[{"path":"SingletonLock/x","type":"file"}]}`, errcode.UnsafeArchive},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseManifest([]byte(tc.json))

@@ -36,12 +36,13 @@ const decoderMaxWindow = 16 << 20
 type ExtractOptions struct {
 	MaxArchiveBytes  int64 // compressed bytes read from the stream
 	MaxUnpackedBytes int64 // decompressed bytes (the tar stream), a bomb guard
-	MaxFiles         int   // entries in the manifest
+	MaxFiles         int   // entries in the manifest, and (from version 3) the directories they imply
 	MaxManifestBytes int64 // size of the manifest entry
 	// Expect, when set, is the manifest stored beside the archive: the
 	// archive's own manifest must list the same entries, and every file
 	// must have the sha256 Expect gives it, so that a damaged file is named.
-	// Without it a version 2 archive is checked against its own digest.
+	// Without it an archive of version 2 or later is checked against its
+	// own digest.
 	Expect *Manifest
 	// ManifestRead, if set, is given the archive's own manifest once it
 	// has been read and parsed, before the entries that follow: a caller
@@ -71,7 +72,7 @@ func (o ExtractOptions) withDefaults() ExtractOptions {
 // Verify reads an archive stream to its end without writing anything and
 // checks every entry against the manifest: paths, types, sizes, nothing
 // extra, nothing missing, and every file's sha256 (against the manifest in
-// a version 1 archive, against the digest entry in a version 2 one, and
+// a version 1 archive, against the digest entry from version 2 on, and
 // against opts.Expect when set). It returns the manifest with every file's
 // SHA256 (and, from version 2, FilesSHA256) filled in.
 func Verify(ctx context.Context, r io.Reader, opts ExtractOptions) (*Manifest, error) {
@@ -410,7 +411,7 @@ func (a *archiveReader) readManifest(tr *tar.Reader, opts ExtractOptions) (*Mani
 	return m, nil
 }
 
-// readDigest reads the DigestPath entry of a version 2 archive.
+// readDigest reads the DigestPath entry of an archive of version 2 or later.
 func (a *archiveReader) readDigest(tr *tar.Reader, hdr *tar.Header) (*Digest, error) {
 	if hdr.Typeflag != tar.TypeReg {
 		return nil, unsafeArchive("%s is a %s, not a file", DigestPath, typeName(hdr.Typeflag))

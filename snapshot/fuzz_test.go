@@ -149,6 +149,9 @@ func FuzzParseManifest(f *testing.F) {
 				if m.FormatVersion < 3 {
 					t.Fatalf("accepted %q before its directory in a version %d manifest", fl.Path, m.FormatVersion)
 				}
+				if err := checkPath(d); err != nil {
+					t.Fatalf("accepted %q, inside %q, which no entry may be: %v", fl.Path, d, err)
+				}
 				implied[d] = true
 			}
 			seen[fl.Path] = fl.Type

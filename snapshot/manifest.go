@@ -29,7 +29,8 @@ const FormatVersion = 3
 // ManifestPath is the manifest's path inside an archive; it is the first entry.
 const ManifestPath = ".director/manifest.json"
 
-// DigestPath is the last entry of a version 2 archive: a JSON Digest.
+// DigestPath is the last entry of an archive of version 2 or later: a JSON
+// Digest.
 const DigestPath = ".director/digest.json"
 
 // Digest is the content of DigestPath.
@@ -84,7 +85,7 @@ type File struct {
 	Type   string `json:"type"` // "file", "dir" or "symlink"
 	Mode   uint32 `json:"mode"` // the owner's permission bits (ownerPerm): group and other get none
 	Size   int64  `json:"size,omitempty"`
-	SHA256 string `json:"sha256,omitempty"` // hex, regular files only; not in a version 2 archive's own copy
+	SHA256 string `json:"sha256,omitempty"` // hex, regular files only; not in the archive's own copy from version 2
 	Link   string `json:"link,omitempty"`   // symlink target
 }
 
@@ -102,7 +103,7 @@ func filesDigest(files []File) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// inArchive returns the copy of m that a version 2 archive starts with:
+// inArchive returns the copy of m that an archive starts with from version 2:
 // without file hashes and without what only the stored copy knows.
 func (m *Manifest) inArchive() *Manifest {
 	c := *m

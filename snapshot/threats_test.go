@@ -449,6 +449,10 @@ func TestImpliedDirectories(t *testing.T) {
 			es[n-2], es[n-1] = es[n-1], es[n-2]
 			return archiveOf(t, m, es)
 		}, ExtractOptions{}, errcode.UnsafeArchive},
+		{"a Chrome runtime file's name as an implied directory", func(t *testing.T) []byte {
+			es := append(slices.Clone(deep), file("SingletonLock/x", "x"))
+			return archiveOf(t, manifestOf(es), es)
+		}, ExtractOptions{}, errcode.UnsafeArchive},
 		{"implied directories over the entry limit", func(t *testing.T) []byte {
 			es := []entry{file("a/b/c/d/e/f/g/h/i/j/k", "x")}
 			return archiveOf(t, manifestOf(es), es)

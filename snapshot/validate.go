@@ -170,9 +170,16 @@ func (m *Manifest) validate() error {
 			if implied[dir] {
 				break
 			}
+			// checkPath(f.Path) covers what it refuses of a path for
+			// its prefixes too, but for a runtime file's name, which is a
+			// whole path: restored, a directory SingletonLock makes the
+			// profile unusable as surely as a symlink does.
+			if !strings.Contains(dir, "/") && slices.Contains(RuntimeFiles(), dir) {
+				return unsafeArchive("path %q is inside %q, a file Chrome makes while it runs; no snapshot holds one", f.Path, dir)
+			}
 			implied[dir] = true
 			if len(m.Files)+len(implied) > DefaultMaxFiles {
-				return unsafeArchive("the manifest's entries and the directories they imply are more than %d, the limit", DefaultMaxFiles)
+				return errTooManyEntries() // stops early: implied directories take memory here
 			}
 		}
 		byPath[f.Path] = f
@@ -206,6 +213,9 @@ func (m *Manifest) validate() error {
 			return unsafeArchive("manifest gives %q type %q; only file, dir and symlink are allowed", f.Path, f.Type)
 		}
 	}
+	if len(m.Files)+len(implied) > DefaultMaxFiles {
+		return errTooManyEntries()
+	}
 	m.implied = len(implied)
 	if files != m.FileCount || raw != m.RawSize {
 		return corrupt(nil, "manifest totals (%d files, %d bytes) do not match its list (%d files, %d bytes)",
@@ -223,6 +233,10 @@ func (m *Manifest) validate() error {
 		}
 	}
 	return nil
+}
+
+func errTooManyEntries() error {
+	return unsafeArchive("the manifest's entries and the directories they imply are more than %d, the limit", DefaultMaxFiles)
 }
 
 // parentDir is path.Dir of a path checkPath accepted, without cleaning it
