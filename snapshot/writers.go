@@ -40,7 +40,7 @@ type writeJob struct {
 
 func newWriterSink(root *os.Root, writers int) *writerSink {
 	s := &writerSink{
-		main: newRootSink(root),
+		main: newRootSink(root, newOpenBudget()),
 		root: root,
 		jobs: make(chan writeJob, writerBuffers),
 		free: make(chan []byte, writerBuffers),
@@ -59,7 +59,7 @@ func newWriterSink(root *os.Root, writers int) *writerSink {
 // first failure it only drains the queue, so the reader never blocks on it.
 func (s *writerSink) write() {
 	defer s.wg.Done()
-	own := newRootSink(s.root) // its own cache of open directories
+	own := newRootSink(s.root, s.main.opens) // its own cache of open directories, the same budget
 	defer own.close()
 	for j := range s.jobs {
 		if s.failed() == nil {
@@ -96,6 +96,10 @@ func (s *writerSink) failed() error {
 	defer s.mu.Unlock()
 	return s.err
 }
+
+// bound bounds the directories the sink and its writers open together.
+// The writers start before it, but open nothing before a file is queued.
+func (s *writerSink) bound(entries int) { s.main.bound(entries) }
 
 func (s *writerSink) mkdir(f *File) error {
 	if err := s.failed(); err != nil {
