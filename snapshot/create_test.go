@@ -103,7 +103,7 @@ func TestCopyFileRefusesSymlink(t *testing.T) {
 	var out bytes.Buffer
 	tw := tar.NewWriter(&out)
 	fh := newFileHasher([]File{f})
-	err := copyFile(prof, tw, &tar.Header{Name: f.Path, Typeflag: tar.TypeReg, Size: f.Size}, &f, fileState{size: f.Size}, fh, 0, nil, nil)
+	err := copyFile(prof, tw, &tar.Header{Name: f.Path, Typeflag: tar.TypeReg, Size: f.Size}, &f, fileState{size: f.Size}, fh, 0, nil, nil, nil)
 	fh.wait()
 	wantCode(t, err, errcode.ProfileInUse)
 	if fh.files[0].SHA256 != "" || out.Len() != 0 || bytes.Contains(out.Bytes(), []byte("profile's")) {
@@ -763,5 +763,68 @@ func TestParseManifestCountsFirst(t *testing.T) {
 	wantCode(t, err, errcode.UnsafeArchive)
 	if !strings.Contains(err.Error(), "more than 200000 entries") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// Create ends a compressed block where a large file's data starts, where the
+// data after it starts, and where compressible data follows random data
+// (blockEnder): the places where klauspost's encoder would otherwise keep a
+// block's literals raw.
+func TestBlockEnderRules(t *testing.T) {
+	random := randomBytes(31, 4<<10)
+	text := textBytes(4 << 10)
+	small := []byte("tiny")
+	type file struct {
+		size  int64
+		first []byte
+	}
+	for _, tc := range []struct {
+		name  string
+		files []file
+		want  []int // indexes of the files whose data starts a block
+	}{
+		{"text only", []file{{4 << 10, text}, {4 << 10, text}, {4 << 10, text}}, nil},
+		{"random only", []file{{4 << 10, random}, {4 << 10, random}}, nil},
+		{"text, then random: no end", []file{{4 << 10, text}, {4 << 10, random}}, nil},
+		{"random, then text", []file{{4 << 10, random}, {4 << 10, text}, {4 << 10, text}}, []int{1}},
+		{"a small file between says nothing", []file{{4 << 10, random}, {4, small}, {4 << 10, text}}, []int{2}},
+		{"a large file and the one after it", []file{{4 << 10, text}, {blockEndMin, text}, {4 << 10, text}, {4 << 10, text}}, []int{1, 2}},
+		{"two large files in a row", []file{{blockEndMin, random}, {1 << 30, text}, {4 << 10, text}}, []int{0, 1, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []int
+			i := 0
+			b := &blockEnder{end: func() { got = append(got, i) }}
+			for ; i < len(tc.files); i++ {
+				b.atData(tc.files[i].size, tc.files[i].first)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("blocks end at the data of files %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLooksRandom(t *testing.T) {
+	enc, err := zstd.NewWriter(nil)
+	must(t, err)
+	compressed := enc.EncodeAll(textBytes(64<<10), nil)
+	sqlite := make([]byte, 1024)
+	copy(sqlite, "SQLite format 3\x00\x10\x00\x01\x01\x00\x40\x20\x20")
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want bool
+	}{
+		{"random", randomBytes(41, randomSample), true},
+		{"compressed", compressed[len(compressed)-randomSample:], true},
+		{"JSON", textBytes(randomSample), false},
+		{"letters", lettersBytes(42, randomSample), false},
+		{"zeros", make([]byte, randomSample), false},
+		{"an SQLite page", sqlite, false},
+	} {
+		if got := looksRandom(tc.b); got != tc.want {
+			t.Errorf("looksRandom(%s) = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

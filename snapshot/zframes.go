@@ -72,6 +72,7 @@ type frameJob struct {
 	start   int           //
 	end     int           //
 	last    int           // where the header of the chunk's last block sits in out; -1 for none
+	ends    []int         // offsets into in where a block is to end (endBlock)
 	err     error         // the encoder's, if it failed
 	done    chan struct{} // closed by the worker when out is ready
 }
@@ -178,7 +179,7 @@ func (fw *frameWriter) work(enc *zstd.Encoder) {
 				// the buffer never grows (and copies) while it is filled.
 				j.out = make([]byte, 0, frameHeaderSize+max(enc.MaxEncodedSize(fw.chunk), fw.chunk+3*(fw.chunk/rawBlock+1)))
 			}
-			j.out, j.start, j.end, j.last, j.err = encodeChunk(enc, j.history, j.in, j.out[:0])
+			j.out, j.start, j.end, j.last, j.err = encodeChunk(enc, j.history, j.in, j.out[:0], j.ends)
 		}
 		close(j.done)
 	}
@@ -197,7 +198,7 @@ func (fw *frameWriter) flush() {
 				fw.fail(err)
 			}
 		}
-		j.in, j.done, j.err = j.in[:0], nil, nil
+		j.in, j.ends, j.done, j.err = j.in[:0], j.ends[:0], nil, nil
 		fw.free <- j // never blocks: there are as many places as slots
 	}
 }
@@ -239,6 +240,19 @@ func (fw *frameWriter) failure() error {
 		return fw.err
 	default:
 		return nil
+	}
+}
+
+// endBlock makes the compressed block being filled end where the stream
+// stands now, so that the next block starts with the next bytes written.
+// klauspost's encoder Huffman-codes a block's literals only if that saves a
+// sixteenth of them (libzstd: about a sixty-fourth), so a 128 KiB block that
+// holds the random end of one file and the text start of the next keeps all
+// its literals raw. Create's blockEnder says where to end one. Within a
+// chunk only: a chunk starts a block anyway.
+func (fw *frameWriter) endBlock() {
+	if fw.cur != nil && len(fw.cur.in) > 0 {
+		fw.cur.ends = append(fw.cur.ends, len(fw.cur.in))
 	}
 }
 

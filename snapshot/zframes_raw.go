@@ -82,7 +82,7 @@ func incompressible(b []byte) bool {
 // not per block, keeps the encoder's work in one call per chunk: splitting a
 // chunk into runs of raw and compressed blocks measured larger and slower
 // (every run starts with fresh tables).
-func encodeChunk(enc *zstd.Encoder, history, in, out []byte) (_ []byte, start, end, last int, err error) {
+func encodeChunk(enc *zstd.Encoder, history, in, out []byte, ends []int) (_ []byte, start, end, last int, err error) {
 	stored := true
 	for off := 0; off < len(in) && stored; off += rawBlock {
 		stored = incompressible(in[off:min(off+rawBlock, len(in))])
@@ -98,7 +98,22 @@ func encodeChunk(enc *zstd.Encoder, history, in, out []byte) (_ []byte, start, e
 	if err := enc.ResetWithOptions(&sink, zstd.WithEncoderDictRaw(0, history)); err != nil {
 		return out, 0, 0, 0, err
 	}
-	if _, err := enc.Write(in); err != nil {
+	// A block ends at each of ends (offsets into in, ascending): see
+	// frameWriter.endBlock.
+	at := 0
+	for _, e := range ends {
+		if e <= at || e >= len(in) {
+			continue
+		}
+		if _, err := enc.Write(in[at:e]); err != nil {
+			return out, 0, 0, 0, err
+		}
+		if err := enc.Flush(); err != nil {
+			return out, 0, 0, 0, err
+		}
+		at = e
+	}
+	if _, err := enc.Write(in[at:]); err != nil {
 		return out, 0, 0, 0, err
 	}
 	if err := enc.Close(); err != nil {

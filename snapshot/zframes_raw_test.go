@@ -184,6 +184,52 @@ func TestFrameWriterOneFrameEveryLevel(t *testing.T) {
 	}
 }
 
+// lettersBytes is n random lowercase letters: no matches to speak of, but
+// literals that Huffman coding shrinks by about two fifths.
+func lettersBytes(seed uint64, n int) []byte {
+	b := randomBytes(seed, n)
+	for i := range b {
+		b[i] = 'a' + b[i]%26
+	}
+	return b
+}
+
+// A block ends where endBlock was called. klauspost's level 3 keeps the
+// literals of a block raw unless coding them saves a sixteenth: a 128 KiB
+// block of 112 KiB of random bytes and then 16 KiB of letters codes
+// neither; ended between them, the letters are coded. Ends at the start, at
+// the same place twice, or after the end are ignored, and every stream
+// decodes with both decoders.
+func TestFrameWriterEndBlock(t *testing.T) {
+	const chunk = 1 << 20
+	rnd, text := randomBytes(21, 112<<10), lettersBytes(22, 144<<10)
+	data := append(append([]byte{}, rnd...), text...)
+	write := func(ends ...int) []byte {
+		var out bytes.Buffer
+		fw, err := newFrameWriter(context.Background(), &out, zstd.SpeedDefault, chunk, 1)
+		must(t, err)
+		defer fw.abort()
+		at := 0
+		for _, e := range append(ends, len(data)) {
+			_, err := fw.Write(data[at:max(at, min(e, len(data)))])
+			must(t, err)
+			at = max(at, min(e, len(data)))
+			fw.endBlock()
+		}
+		must(t, fw.Close())
+		decodeBoth(t, out.Bytes(), data)
+		return out.Bytes()
+	}
+	plain := write()
+	ended := write(len(rnd))
+	if saved := len(plain) - len(ended); saved < 4<<10 {
+		t.Errorf("a block end between random bytes and letters saved %d bytes (%d against %d); want the letters' literals coded, over 4 KiB", saved, len(ended), len(plain))
+	}
+	if odd := write(0, len(rnd), len(rnd), 2*len(data)); !bytes.Equal(odd, ended) {
+		t.Errorf("ends at the start, twice at one place or past the end changed the stream")
+	}
+}
+
 // An empty stream is still a valid frame: header, empty last block, checksum.
 func TestFrameWriterEmpty(t *testing.T) {
 	stream := frameOf(t, nil, 64<<10, zstd.SpeedDefault, 2)
@@ -248,7 +294,7 @@ func TestEncodeChunkStoresOnlyRandomChunks(t *testing.T) {
 		{"random with 64 KiB of text", mostlyRandom, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, start, end, last, err := encodeChunk(enc, nil, tc.in, nil)
+			out, start, end, last, err := encodeChunk(enc, nil, tc.in, nil, nil)
 			must(t, err)
 			if start < frameHeaderSize {
 				t.Fatalf("blocks start at %d, leaving no room for the frame header", start)
@@ -294,7 +340,7 @@ func TestEncodeChunkEntropyCodesLiterals(t *testing.T) {
 	for i := range in {
 		in[i] &= 63
 	}
-	out, start, end, last, err := encodeChunk(enc, nil, in, nil)
+	out, start, end, last, err := encodeChunk(enc, nil, in, nil, nil)
 	must(t, err)
 	if last < 0 {
 		t.Fatalf("a chunk of 6-bit symbols was stored raw")
