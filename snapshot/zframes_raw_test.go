@@ -230,6 +230,38 @@ func TestFrameWriterEndBlock(t *testing.T) {
 	}
 }
 
+// Block ends a few bytes into every chunk make its first blocks tiny (one
+// or two sequences), so that the next block starts with repeat offsets the
+// chunk's encoder and the decoder came to differently: every block must
+// still write its own three offsets before it repeats one. At every level,
+// with boundary bait, both decoders read the stream back.
+func TestFrameWriterEndBlockNearChunkStarts(t *testing.T) {
+	const chunk, chunks = 256 << 10, 6
+	data := boundaryBait(chunk, chunks)
+	for _, level := range []zstd.EncoderLevel{zstd.SpeedFastest, zstd.SpeedDefault, zstd.SpeedBetterCompression, zstd.SpeedBestCompression} {
+		t.Run(level.String(), func(t *testing.T) {
+			var out bytes.Buffer
+			fw, err := newFrameWriter(context.Background(), &out, level, chunk, 2)
+			must(t, err)
+			defer fw.abort()
+			at := 0
+			for c := range chunks {
+				for _, off := range []int{5, 13, 100, 4 << 10, chunk - 7} {
+					e := c*chunk + off
+					_, err := fw.Write(data[at:e])
+					must(t, err)
+					at = e
+					fw.endBlock()
+				}
+			}
+			_, err = fw.Write(data[at:])
+			must(t, err)
+			must(t, fw.Close())
+			decodeBoth(t, out.Bytes(), data)
+		})
+	}
+}
+
 // An empty stream is still a valid frame: header, empty last block, checksum.
 func TestFrameWriterEmpty(t *testing.T) {
 	stream := frameOf(t, nil, 64<<10, zstd.SpeedDefault, 2)
