@@ -68,7 +68,7 @@ const ownerPerm fs.FileMode = 0o700
 // against `tar -I 'zstd -3 -T0'` (docs/design-notes.md): the large-file rule
 // took 6 to 22 KB off every tree and 13 to 22 KB off the profiles, the
 // random-then-text rule 8 to 17 KB more. Ending a block before random data
-// too was 20 to 31 KB larger on the generated trees (many small random
+// too was 17 to 39 KB larger on the generated trees (many small random
 // files, each then a short block with tables of its own).
 type blockEnder struct {
 	end                   func()

@@ -22,9 +22,9 @@ import (
 // before it as history (a raw dictionary), so a match may reach back across
 // a chunk boundary: the decoder sees one continuous frame and has those
 // bytes in its window. The encoder writes each chunk as a frame of its own;
-// the frame writer keeps only its blocks. This is sound because of three
-// properties of klauspost's encoders that its own parallel stream encoder
-// (WithConcurrentBlocks) relies on too:
+// the frame writer keeps only its blocks. This is sound because of these
+// properties of klauspost's encoders (its own parallel stream encoder,
+// WithConcurrentBlocks, relies on the first three too):
 //   - a frame's first block carries its own entropy tables (a raw
 //     dictionary has none to repeat);
 //   - no block uses a repeat offset before it has written three new offsets
@@ -32,7 +32,10 @@ import (
 //     the decoder's repeat offsets carried over from the chunk before never
 //     matter;
 //   - no offset is larger than the encoder's window, which the frame header
-//     declares.
+//     declares;
+//   - a block that reuses the previous block's Huffman table follows a block
+//     of the same chunk that sent it. An early block end (endBlock) keeps
+//     this only if the block it ends is not very short: see minEndedBlock.
 //
 // TestFrameWriter* check the result with klauspost's decoder and `zstd -d`
 // at every encoder level, with data that invites repeat offsets at every

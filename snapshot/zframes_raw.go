@@ -68,6 +68,29 @@ func sampledEntropy(b []byte) float64 {
 	return e
 }
 
+// encoderBlock is the size of the blocks klauspost's encoder cuts its
+// input into (maxCompressedBlockSize), counted from the start of a chunk or
+// from the last early block end.
+const encoderBlock = 128 << 10
+
+// minEndedBlock is the shortest block an early end (Flush) may leave.
+// klauspost v1.20.3 with WithAllLitEntropyCompression: a block of 32 to 47
+// bytes without a match whose Huffman coding saves exactly its 3-byte
+// header is stored raw, but the encoder keeps its table as the one the next
+// block may reuse, and the next block of the chunk can then send literals
+// coded with a table the decoder never received (both decoders fail on
+// it; found in review, TestEncodeChunkShortEndedBlock). Create ends blocks
+// only after tar headers, whose zeros match, but encodeChunk does not
+// count on that.
+const minEndedBlock = 64
+
+// endedBlockTooShort says whether ending a block n bytes after the last
+// block start would leave a block shorter than minEndedBlock.
+func endedBlockTooShort(n int) bool {
+	r := n % encoderBlock
+	return r > 0 && r < minEndedBlock
+}
+
 // incompressible says whether a block of data should be stored raw.
 func incompressible(b []byte) bool {
 	return len(b) >= 4<<10 && sampledEntropy(b) > rawEntropy
@@ -99,10 +122,11 @@ func encodeChunk(enc *zstd.Encoder, history, in, out []byte, ends []int) (_ []by
 		return out, 0, 0, 0, err
 	}
 	// A block ends at each of ends (offsets into in, ascending): see
-	// frameWriter.endBlock.
+	// frameWriter.endBlock. Not where that would end a block under
+	// minEndedBlock bytes (endedBlockTooShort).
 	at := 0
 	for _, e := range ends {
-		if e <= at || e >= len(in) {
+		if e <= at || e >= len(in) || endedBlockTooShort(e-at) {
 			continue
 		}
 		if _, err := enc.Write(in[at:e]); err != nil {
