@@ -587,7 +587,8 @@ func writeEntry(tw *tar.Writer, name string, b []byte, mtime time.Time) error {
 // the ctime) are checked when it is opened and again after the copy. It
 // opens without following symlinks, so a file swapped for a symlink since
 // the walk never gets another file's bytes archived under its name. prog,
-// when not nil, is told the bytes once they are written.
+// when not nil, is told the bytes once they are written; ends, when not
+// nil, sees the file's first bytes before they are written (blockEnder).
 func copyFile(dir string, tw *tar.Writer, hdr *tar.Header, f *File, st fileState, fh *fileHasher, i int, prog Progress, afterRead func(rel string), ends *blockEnder) error {
 	in, err := openListed(dir, f.Path)
 	if err != nil {
