@@ -188,15 +188,31 @@ func archiveOf(t testing.TB, m *Manifest, es []entry) []byte { return zstdOf(t, 
 
 var okEntries = []entry{dir("Default"), file("Default/Preferences", "{}"), file("Local State", "{}")}
 
+// hostileCase is an archive that Verify and Restore must refuse with code,
+// under opts.
+type hostileCase struct {
+	name string
+	arc  func(t *testing.T) []byte
+	opts ExtractOptions
+	code errcode.Code
+}
+
+// check runs Verify on the case's archive and a Restore over an existing
+// profile (assertRestoreFails), and returns Verify's error.
+func (tt hostileCase) check(t *testing.T) error {
+	t.Helper()
+	arc := tt.arc(t)
+	_, err := Verify(context.Background(), bytes.NewReader(arc), tt.opts)
+	wantCode(t, err, tt.code)
+	assertRestoreFails(t, bytes.NewReader(arc), RestoreOptions{ExtractOptions: tt.opts}, tt.code)
+	t.Logf("%v", err)
+	return err
+}
+
 func TestHostileArchives(t *testing.T) {
 	good := append(slices.Clone(okEntries), file("Default/Cookies", strings.Repeat("cookie", 1000)))
 	zeros := strings.Repeat("\x00", 64<<20)
-	tests := []struct {
-		name string
-		arc  func(t *testing.T) []byte
-		opts ExtractOptions
-		code errcode.Code
-	}{
+	tests := []hostileCase{
 		{"absolute path in tar", func(t *testing.T) []byte {
 			return archiveOf(t, manifestOf(okEntries), append(slices.Clone(okEntries), file("/tmp/evil", "x")))
 		}, ExtractOptions{}, errcode.UnsafeArchive},
@@ -353,14 +369,9 @@ func TestHostileArchives(t *testing.T) {
 		archiveVersion = v
 		for _, tt := range tests {
 			t.Run(fmt.Sprintf("v%d/%s", v, tt.name), func(t *testing.T) {
-				arc := tt.arc(t)
-				_, err := Verify(context.Background(), bytes.NewReader(arc), tt.opts)
-				wantCode(t, err, tt.code)
-				if errcode.HintOf(err) == "" {
+				if err := tt.check(t); errcode.HintOf(err) == "" {
 					t.Errorf("error %q has no hint", err)
 				}
-				assertRestoreFails(t, bytes.NewReader(arc), RestoreOptions{ExtractOptions: tt.opts}, tt.code)
-				t.Logf("%v", err)
 			})
 		}
 	}
@@ -413,12 +424,7 @@ func TestImpliedDirectories(t *testing.T) {
 			t.Errorf("restored %d entries, want %d: %v", len(got), len(want)+2, got)
 		}
 	})
-	tests := []struct {
-		name string
-		arc  func(t *testing.T) []byte
-		opts ExtractOptions
-		code errcode.Code
-	}{
+	tests := []hostileCase{
 		{"an implied directory listed later as a symlink", func(t *testing.T) []byte {
 			es := append(slices.Clone(deep), symlink("Default", "elsewhere"))
 			return archiveOf(t, manifestOf(es), es)
@@ -459,13 +465,7 @@ func TestImpliedDirectories(t *testing.T) {
 		}, ExtractOptions{MaxFiles: 10}, errcode.UnsafeArchive},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			arc := tt.arc(t)
-			_, err := Verify(context.Background(), bytes.NewReader(arc), tt.opts)
-			wantCode(t, err, tt.code)
-			assertRestoreFails(t, bytes.NewReader(arc), RestoreOptions{ExtractOptions: tt.opts}, tt.code)
-			t.Logf("%v", err)
-		})
+		t.Run(tt.name, func(t *testing.T) { tt.check(t) })
 	}
 	// The same archive as version 2, which lists every directory, is refused.
 	defer func() { archiveVersion = FormatVersion }()
